@@ -1,0 +1,31 @@
+# Two entry points (see README): `make reports` and `make test`. Both create .venv on first use and reuse it after.
+SHELL := /bin/bash
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: env reports test lab chromium export
+
+$(STAMP): settings.ini setup.py
+	test -x $(BIN)/python || python3 -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+env: $(STAMP)
+
+# Headless Chromium for the report test, from Debian (Playwright's own browser download does not work offline).
+chromium:
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+
+reports: env
+	$(BIN)/python -m mmresearch.cli main
+
+test: env chromium
+	$(BIN)/python -m pytest
+
+lab: env
+	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser nbs
+
+export: env
+	$(BIN)/nbdev_export && $(BIN)/nbdev_clean

@@ -1,0 +1,16 @@
+"""Every notebook's inline tests, one pytest case per notebook (cells flagged with settings.ini's tst_flags are skipped)."""
+from pathlib import Path
+
+import pytest
+from nbdev.config import get_config
+from nbdev.test import test_nb
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT/"nbs").glob("*.ipynb")) + sorted((ROOT/"nbs"/"experiments").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT/"nbs")))
+def test_notebook(notebook: Path):
+    skip_flags = get_config(path=ROOT).get("tst_flags", "").split()
+    ok, _ = test_nb(notebook, skip_flags=skip_flags, showerr=True)
+    assert ok, f"{notebook.name} failed; its traceback is in the captured stderr above"
