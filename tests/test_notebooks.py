@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 from nbdev.config import get_config
-from nbdev.test import test_nb
+from nbdev.test import test_nb as run_notebook_tests
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT/"nbs").glob("*.ipynb")) + sorted((ROOT/"nbs"/"experiments").glob("*.ipynb"))
@@ -12,5 +12,5 @@ NOTEBOOKS = sorted((ROOT/"nbs").glob("*.ipynb")) + sorted((ROOT/"nbs"/"experimen
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT/"nbs")))
 def test_notebook(notebook: Path):
     skip_flags = get_config(path=ROOT).get("tst_flags", "").split()
-    ok, _ = test_nb(notebook, skip_flags=skip_flags, showerr=True)
+    ok, _ = run_notebook_tests(notebook, skip_flags=skip_flags, showerr=True)
     assert ok, f"{notebook.name} failed; its traceback is in the captured stderr above"
