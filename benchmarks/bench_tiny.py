@@ -1,0 +1,53 @@
+"""Benchmark: generation speed of the embedded tiny LLaVA through `HFModel` (the suite's transformers backend), greedy,
+on held-out test scenes with the detailed-description prompt. Prints completion tokens per second at batch 1 and at
+batch 8, and their ratio. Target: batch 8 gives at least 3x the throughput of batch 1.
+
+    .venv/bin/python benchmarks/bench_tiny.py [--n 32] [--max-new-tokens 48] [--threads 2] [--model PATH]
+
+The machine is shared: the figures are wall-clock under whatever else is running; run it twice if they look odd.
+"""
+import argparse
+import time
+
+import torch
+
+from mmresearch.core import ImageRef, Request, user
+from mmresearch.models import HFModel, tiny_model_path
+from mmresearch.scenes import generate_scene, render, scene_seed
+from mmresearch.tiny import LONG_PROMPTS
+
+
+def run(model: HFModel, requests: list) -> tuple[int, float]:
+    "Completion tokens and wall seconds for answering all requests."
+    t0 = time.perf_counter()
+    out = model.generate(requests)
+    wall = time.perf_counter() - t0
+    if errors := [r.error for r in out if r.error]: raise RuntimeError(f"{len(errors)} failed calls, first: {errors[0]}")
+    return sum(r.completion_tokens for r in out), wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=32, help="requests per setting")
+    ap.add_argument("--max-new-tokens", type=int, default=48)
+    ap.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    ap.add_argument("--model", default=str(tiny_model_path()), help="model folder")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    reqs = [Request((user(ImageRef(render(generate_scene(scene_seed("test", i))), name=f"test-{i}"), LONG_PROMPTS[0]),),
+                    max_new_tokens=args.max_new_tokens) for i in range(args.n)]
+    HFModel(args.model, batch_size=1).load()  # warm the file cache; load time is not generation speed
+    rates = {}
+    for bs in (1, 8):
+        model = HFModel(args.model, batch_size=bs)
+        model.load()
+        run(model, reqs[:bs])  # warm-up batch
+        toks, wall = run(model, reqs)
+        rates[bs] = toks / wall
+        print(f"batch {bs}: {args.n} requests, {toks} completion tokens in {wall:.2f} s -> {rates[bs]:.1f} tokens/s")
+    ratio = rates[8] / rates[1]
+    print(f"batch 8 / batch 1 throughput: {ratio:.2f}x (target >= 3x: {'met' if ratio >= 3 else 'MISSED'})")
+
+
+if __name__ == "__main__":
+    main()
