@@ -69,12 +69,12 @@ def test_first_run_writes_every_output(project):
         assert m["status"] == "ok" and m["wall_time_s"] > 0 and m["params"] == {"n_samples": 4, "cot": r.grid["cot"]}
         assert set(m["fingerprint"]) == {"params", "code", "data"} and m["packages"]["papermill"]
         assert (m["git"]["commit"] is None or len(m["git"]["commit"]) == 40) and m["executor"] == "local"
-        assert len(m["study"]["dataset"]["sha256"]) == 64 and m["study"]["unparseable_policy"] == "wrong"
+        assert len(m["study"]["dataset"]["sha256"]) == 64 and m["study"]["unparseable_policy"] == "negative"
         assert m["study"]["cache"]["calls"] + m["study"]["cache"]["hits"] == 4
         metrics = pd.read_csv(d/"metrics.csv").set_index("metric")
-        assert 0 <= metrics.loc["accuracy", "ci_low"] <= metrics.loc["accuracy", "value"] <= metrics.loc["accuracy", "ci_high"] <= 1
+        assert 0 <= metrics.loc["accuracy", "ci_low"] <= metrics.loc["accuracy", "value"] <= metrics.loc["accuracy", "ci_high"] <= 100
         samples = pd.read_parquet(d/"samples.parquet")
-        assert len(samples) == 4 and abs(samples["correct"].astype(float).mean() - metrics.loc["accuracy", "value"]) < 1e-6
+        assert len(samples) == 4 and abs(100 * samples["correct"].astype(float).mean() - metrics.loc["accuracy", "value"]) < 1e-6
         page = (d/"run.html").read_text()
         assert "Run manifest" in page and "import matplotlib" not in page and external_resources(page) == []
     assert len(ResponseCache(proj/".cache"/"responses.sqlite")) == 8          # both runs wrote to the project's one cache
@@ -91,11 +91,11 @@ def test_second_run_skips_every_cell(project):
     assert {f: f.stat().st_mtime_ns for f in before} == before           # no run and no summary was redone
 
 
-def test_cli_main_resumes_the_smoke_sweep(project):
+def test_cli_main_resumes_the_default_suite(project):
     proj, _, res = project
+    write(proj/"params"/"default.yaml", "description: the main job\nsuite: [params/smoke.yaml]\n")
     out = cli("main", "--no-progress", cwd=proj)
     assert out.returncode == 0, out.stderr
-    assert "params/default.yaml is not written yet" in out.stdout
     assert "2 skipped" in out.stdout and f"Open the reports: {proj/'reports'/'index.html'}" in out.stdout
 
 
@@ -129,13 +129,23 @@ def test_a_failing_cell_is_reported_and_the_others_go_on(project, tmp_path):
     assert (tmp_path/"reports"/"broken"/status[4]["run"]/"metrics.csv").read_bytes() == first.read_bytes()
 
 
-def test_dask_executor_on_a_local_cluster(tmp_path):
-    params = write(tmp_path/"dask.yaml", "notebook: SMOKE\nfixed: {n_samples: 2}\ngrid: {model: ['scripted:yes', 'scripted:no']}\n")
+def test_dask_executor_on_a_local_cluster_with_a_study_summary(tmp_path):
+    import nbformat
+    params_cell = nbformat.v4.new_code_cell('sweep_dir = "."'); params_cell.metadata["tags"] = ["parameters"]
+    nbformat.write(nbformat.v4.new_notebook(cells=[params_cell, nbformat.v4.new_code_cell(
+        "from mmresearch.report import load_sweep\nruns, metrics = load_sweep(sweep_dir)\n"
+        "print('study summary of', len(runs), 'runs; mean yes ratio', metrics[metrics.metric == 'yes_ratio'].value.mean())")],
+        metadata={"kernelspec": {"name": "python3", "display_name": "python3", "language": "python"}}), tmp_path/"summary.ipynb")
+    params = write(tmp_path/"dask.yaml", "notebook: SMOKE\nsummary: summary.ipynb\nfixed: {n_samples: 2}\n"
+                                         "grid: {model: ['scripted:yes', 'scripted:no']}\n")
     res = run_sweep(params, workers=1, executor="dask", reports_dir=tmp_path/"reports", cache_path=tmp_path/"c.sqlite", progress=False)
     assert [r.status for r in res.runs] == ["ok", "ok"], res.describe()
     acc = {r.grid["model"]: pd.read_csv(res.sweep_dir/r.run/"metrics.csv").set_index("metric").loc["yes_ratio", "value"] for r in res.runs}
-    assert acc == {"scripted:yes": 1.0, "scripted:no": 0.0}
-    assert {read_manifest(res.sweep_dir/r.run)["executor"] for r in res.runs} == {"dask"}
+    assert acc == {"scripted:yes": 100.0, "scripted:no": 0.0}
+    for r in res.runs:
+        m = read_manifest(res.sweep_dir/r.run)
+        assert m["executor"] == "dask" and m["scheduler"].startswith("tcp://127.0.0.1:") and m["worker"].startswith("tcp://127.0.0.1:")
+    assert "study summary of 2 runs; mean yes ratio 50.0" in (res.sweep_dir/"summary.html").read_text()
 
 
 def test_secrets_never_reach_a_file(tmp_path, monkeypatch):
@@ -146,7 +156,7 @@ def test_secrets_never_reach_a_file(tmp_path, monkeypatch):
                                                 "api_key_env: MMR_SENTINEL_KEY, n_samples: 2}\n")
         res = run_sweep(params, workers=1, reports_dir=tmp_path/"reports", cache_path=tmp_path/"cache"/"c.sqlite", progress=False)
         assert [r.status for r in res.runs] == ["ok"], res.describe()
-        assert srv.completed == 2                                            # the key was read and the server answered
+        assert srv.completed == 2, (srv.calls, srv.statuses)                 # the key was read and the server answered
     files = [p for d in (tmp_path/"reports", tmp_path/"cache") for p in d.rglob("*") if p.is_file()]
     assert any(p.suffix == ".sqlite" for p in files) and any(p.name == "run.ipynb" for p in files)
     leaks = [str(p) for p in files if sentinel.encode() in p.read_bytes()]
@@ -159,12 +169,15 @@ def test_secrets_never_reach_a_file(tmp_path, monkeypatch):
 
 
 def test_cli_score_prints_json_and_table(tmp_path):
-    rows = [{"label": "yes", "answer": "Yes."}, {"label": "no", "answer": "Yes"}, {"label": "no", "answer": "?"}]
+    rows = [{"sample_id": "a", "caption_type": "true", "answer": "Yes."}, {"sample_id": "a", "caption_type": "object", "answer": "Yes"},
+            {"sample_id": "b", "caption_type": "true", "answer": "?"}, {"sample_id": "b", "caption_type": "object", "answer": "No"}]
     (tmp_path/"p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    out = cli("score", "yesno", "--input", str(tmp_path/"p.jsonl"), "--policy", "exclude", "--table", cwd=tmp_path)
+    out = cli("score", "haleval-disc", "--input", str(tmp_path/"p.jsonl"), "--policy", "exclude", "--table", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout[:out.stdout.index("\n}\n") + 2])
-    assert (result["accuracy"], result["n_unparseable"], result["policy"]) == (0.5, 1, "exclude")
-    assert any(l.split() == ["parse_failure_rate", "0.333333"] for l in out.stdout.splitlines())
-    bad = cli("score", "yesno", "--input", str(tmp_path/"p.jsonl"), "--policy", "maybe", cwd=tmp_path)
+    acc = {(m["pair_type"], m["metric"]): m["value"] for m in result["metrics"]}
+    assert acc["object", "accuracy"] == pytest.approx(100 * 2 / 3) and acc["object", "parse_failure_rate"] == 25.0
+    assert result["policy"] == "exclude"
+    assert "policy" in out.stdout.split("\n}\n", 1)[1]                          # the table follows the JSON
+    bad = cli("score", "haleval-disc", "--input", str(tmp_path/"p.jsonl"), "--policy", "maybe", cwd=tmp_path)
     assert bad.returncode == 2 and "maybe" in bad.stderr
