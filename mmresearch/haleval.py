@@ -136,7 +136,7 @@ def score_disc(rows, # a JSONL path, or dicts with sample_id, caption_type, answ
     return {"policy": policy, "n": len(df), "n_missing_answers": int(df.error.notna().sum()),
             "metrics": table.drop(columns=["policy"]).to_dict(orient="records")}
 
-# %% ../nbs/12_haleval.ipynb #8db26b25
+# %% ../nbs/12_haleval.ipynb #1fc3d61c
 def score_chair(rows, # a JSONL path, or dicts with caption, objects, and optionally references, id
                 vocab: str = "coco", # "coco" or a JSON file of {class: [synonyms]}
                 seed: int = 0, n_boot: int = 1000) -> dict:
@@ -148,10 +148,10 @@ def score_chair(rows, # a JSONL path, or dicts with caption, objects, and option
         for col in ("caption", "objects"):
             if col not in r: raise ValueError(f"chair input line {k + 1} has no {col!r} field")
     if vocab == "coco":
-        from mmresearch.datasets import COCO_SYNONYMS
-        synonyms = COCO_SYNONYMS
-    else: synonyms = json.loads(open(vocab).read())
-    per = chair([r["caption"] for r in rows], [r["objects"] for r in rows], ObjectVocab(synonyms),
+        from mmresearch.datasets import coco_vocab
+        object_vocab = coco_vocab()
+    else: object_vocab = ObjectVocab(json.loads(open(vocab).read()))
+    per = chair([r["caption"] for r in rows], [r["objects"] for r in rows], object_vocab,
                 [r.get("references", []) for r in rows], [r.get("id", k) for k, r in enumerate(rows)])
     return {"vocab": vocab, "n": len(rows), "metrics": chair_metrics(per, n_boot=n_boot, seed=seed).to_dict(orient="records")}
 

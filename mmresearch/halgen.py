@@ -194,7 +194,7 @@ def _judge_scene(text: str, scene: Scene, name: str) -> Judgement:
         if fixed is not None: kept.append(fixed.strip())
     return Judgement(name, "scene_graph", any(not c.supported for c in checks), tuple(checks), " ".join(kept))
 
-# %% ../nbs/13_halgen.ipynb #c30990f4
+# %% ../nbs/13_halgen.ipynb #02074dc2
 SCENE_SYNONYMS = {"circle": ["disc", "disk", "ball"], "square": ["box", "block"], "triangle": [], "star": [],
                   "house": ["home", "building", "hut"], "tree": [], "car": ["vehicle", "automobile"]}
 EASYVQA_SYNONYMS = {"circle": ["disc", "disk"], "rectangle": ["square"], "triangle": []}  # a square is a rectangle
@@ -203,10 +203,9 @@ DOMAIN_SYNONYMS: dict[str, dict] = {"in_domain": SCENE_SYNONYMS, "easyvqa": EASY
 def domain_vocab(domain: str, samples: Sequence[Sample] = ()) -> ObjectVocab:
     "The object vocabulary of a domain: an entry of DOMAIN_SYNONYMS, else COCO's plus the samples' annotated objects."
     if domain in DOMAIN_SYNONYMS: return ObjectVocab(DOMAIN_SYNONYMS[domain])
-    from mmresearch.datasets import COCO_SYNONYMS
-    coco = ObjectVocab(COCO_SYNONYMS)
-    extra = {o: o for s in samples if s.domain == domain for o in s.meta.get("objects", []) if coco.to_class(o) is None}
-    return ObjectVocab({**COCO_SYNONYMS, **extra})
+    from mmresearch.datasets import coco_vocab
+    coco = coco_vocab()
+    return coco_vocab({o: o for s in samples if s.domain == domain for o in s.meta.get("objects", []) if coco.to_class(o) is None})
 
 # %% ../nbs/13_halgen.ipynb #442c0021
 def _truth_objects(s: Sample) -> list[str]:

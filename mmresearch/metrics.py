@@ -15,10 +15,11 @@ import pandas as pd
 from scipy import stats
 
 # %% auto #0
-__all__ = ['BINARY_METRICS', 'N_CODES', 'CORRELATIONS', 'yes_no_codes', 'binary_codes', 'metrics_from_counts', 'binary_metrics',
-           'bootstrap_indices', 'bootstrap_counts', 'percentile_ci', 'binary_report', 'metrics_by', 'wide_table',
-           'mcnemar', 'compare_conditions', 'ratio_ci', 'mean_ci', 'correlation', 'correlation_table', 'auroc',
-           'rouge_l', 'bleu4', 'corpus_bleu4', 'plural_forms', 'ObjectVocab', 'chair', 'chair_metrics']
+__all__ = ['BINARY_METRICS', 'N_CODES', 'CORRELATIONS', 'MENTION_FOLLOWERS', 'yes_no_codes', 'binary_codes',
+           'metrics_from_counts', 'binary_metrics', 'bootstrap_indices', 'bootstrap_counts', 'percentile_ci',
+           'binary_report', 'metrics_by', 'wide_table', 'mcnemar', 'compare_conditions', 'ratio_ci', 'mean_ci',
+           'correlation', 'correlation_table', 'auroc', 'rouge_l', 'bleu4', 'corpus_bleu4', 'plural_forms',
+           'ObjectVocab', 'chair', 'chair_metrics']
 
 # %% ../nbs/11_metrics.ipynb #56e6c2d4
 _YN = {"yes": 1, "no": 0, "true": 1, "false": 0, "1": 1, "0": 0, "1.0": 1, "0.0": 0}
@@ -359,10 +360,16 @@ def plural_forms(word: str) -> list[str]:
 
 def _tokens(text: str) -> list[str]: return re.findall(r"[a-z0-9]+", text.lower())
 
-# %% ../nbs/11_metrics.ipynb #5b49d496
+# %% ../nbs/11_metrics.ipynb #3af258f8
+MENTION_FOLLOWERS = frozenset(
+    "a an the and or on in at with of to by from near next beside behind under over above below is are was were sits sit "
+    "lies lie that which while as for into onto its it there slices slice half halves wedge wedges peel juice".split())
+
 class ObjectVocab:
     "Maps words and multiword phrases (and their plurals) to object classes, for CHAIR."
-    def __init__(self, synonyms: Mapping[str, str | Iterable[str]]): # class -> synonyms, or synonym -> class
+    def __init__(self, synonyms: Mapping[str, str | Iterable[str]], # class -> synonyms, or synonym -> class
+                 colour_words: Iterable[str] = ()): # object words that are also colours ("orange"), see `mentions`
+        self.colour_words = frozenset(colour_words)
         listed: dict[tuple[str, ...], str] = {}
         def add(phrase: str, cls: str):
             key = tuple(_tokens(phrase))
@@ -383,13 +390,18 @@ class ObjectVocab:
 
     def mentions(self, text: str) -> list[tuple[str, str]]:
         "Every object mention in `text`, in order, as (phrase, class); longest phrase first at each position."
-        toks, out, i = _tokens(text), [], 0
+        toks, out, i = re.findall(r"[a-z0-9]+|[.,;:!?]", text.lower()), [], 0   # no phrase spans punctuation
         while i < len(toks):
             for L in range(min(self.max_len, len(toks) - i), 0, -1):
                 cls = self.phrases.get(tuple(toks[i:i + L]))
-                if cls is not None: out.append((" ".join(toks[i:i + L]), cls)); i += L; break
+                if cls is not None and not self._is_colour(toks, i, L): out.append((" ".join(toks[i:i + L]), cls)); i += L; break
             else: i += 1
         return out
+
+    def _is_colour(self, toks: list[str], i: int, length: int) -> bool:
+        "A colour word followed by a content word is the colour: 'an orange spacesuit' holds no orange."
+        return (length == 1 and toks[i] in self.colour_words and i + 1 < len(toks)
+                and toks[i + 1].isalnum() and toks[i + 1] not in MENTION_FOLLOWERS)
 
     def to_class(self, name: str) -> str | None:
         "The class of an object name (a class or any synonym or plural), or None."
