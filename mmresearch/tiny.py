@@ -11,13 +11,13 @@ from typing import Iterable
 
 # %% auto #0
 __all__ = ['SPECIAL_TOKENS', 'OPTION_LETTERS', 'CHAT_TEMPLATE', 'SHORT_PROMPTS', 'LONG_PROMPTS', 'POPE_PROMPT', 'EXIST_PROMPTS',
-           'COLOR_PROMPTS', 'JUDGE_PROMPTS', 'EXTRA_TEXT', 'EASYVQA_WORDS', 'TASKS', 'PATCH_LABELS', 'DEFAULT_WEIGHTS',
-           'TINY_SUMMARY', 'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava', 'tiny_processor', 'build_tiny_llava',
-           'study_texts', 'tiny_vocabulary', 'Example', 'judge_score', 'make_example', 'draw_examples', 'collate_chats',
-           'collate', 'llava_chat', 'patch_targets', 'vision_heads', 'vision_accuracy', 'pretrain_vision',
-           'TrainConfig', 'train', 'train_chats', 'eval_examples', 'ask', 'score_answer', 'accuracy',
-           'description_hallucination', 'easyvqa_accuracy', 'file_sha256', 'write_model_card', 'train_tiny',
-           'evaluate_tiny', 'ablation_losses']
+           'COLOR_PROMPTS', 'JUDGE_PROMPTS', 'EXTRA_TEXT', 'EASYVQA_WORDS', 'TASKS', 'PATCH_LABELS', 'PRESENCE_LABELS',
+           'DEFAULT_WEIGHTS', 'TINY_SUMMARY', 'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava', 'tiny_processor',
+           'build_tiny_llava', 'study_texts', 'tiny_vocabulary', 'Example', 'judge_score', 'make_example',
+           'draw_examples', 'collate_chats', 'collate', 'llava_chat', 'patch_targets', 'vision_heads',
+           'vision_accuracy', 'pretrain_vision', 'TrainConfig', 'train', 'train_chats', 'eval_examples', 'ask',
+           'score_answer', 'accuracy', 'description_hallucination', 'easyvqa_accuracy', 'file_sha256',
+           'write_model_card', 'train_tiny', 'evaluate_tiny', 'ablation_losses']
 
 # %% ../nbs/06_tiny.ipynb #70eff159
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>", "<image>")
@@ -360,16 +360,21 @@ def llava_chat(conversation: dict) -> list[dict]:
         else: out.append({"role": roles[t["from"]], "content": t["value"]})
     return out
 
-# %% ../nbs/06_tiny.ipynb #30f9ec1f
-PATCH_LABELS = ("category", "colour", "size", "texture")
+# %% ../nbs/06_tiny.ipynb #33276988
+PATCH_LABELS = ("category", "colour", "size", "texture", "pair")
 
 def _label_names() -> dict[str, tuple]:
     from mmresearch.scenes import CATEGORIES, COLORS, SIZES, TEXTURES
-    return {"category": CATEGORIES, "colour": tuple(COLORS), "size": SIZES, "texture": TEXTURES}
+    return {"category": CATEGORIES, "colour": tuple(COLORS), "size": SIZES, "texture": TEXTURES,
+            "pair": tuple(f"{k} {c}" for c in CATEGORIES for k in COLORS)}
+
+def _label(o, head: str) -> str:
+    "The object's name under one head; 'pair' is colour and category together ('red circle')."
+    return f"{o.color} {o.category}" if head == "pair" else getattr(o, {"colour": "color"}.get(head, head))
 
 def patch_targets(scene, image_size: int, patch_size: int,
                   min_cover: float = 0.1) -> dict[str, list[int]]: # share of a patch an object must cover to label it
-    "Per patch, row by row: 1 + the index of the covering object's category/colour/size/texture, 0 for background."
+    "Per patch, row by row: 1 + the index of the covering object's label under each head, 0 for background."
     import numpy as np
     from PIL import Image, ImageDraw
     from mmresearch.scenes import _shape_mask
@@ -384,52 +389,61 @@ def patch_targets(scene, image_size: int, patch_size: int,
             cell = owner[py:py + patch_size, px:px + patch_size].ravel()
             cell = cell[cell >= 0]
             o = scene.objects[np.bincount(cell).argmax()] if len(cell) >= min_cover * patch_size ** 2 else None
-            for k, attr in zip(PATCH_LABELS, ("category", "color", "size", "texture")):
-                out[k].append(0 if o is None else 1 + names[k].index(getattr(o, attr)))
+            for k in PATCH_LABELS: out[k].append(0 if o is None else 1 + names[k].index(_label(o, k)))
     return out
 
-# %% ../nbs/06_tiny.ipynb #8918f69a
+# %% ../nbs/06_tiny.ipynb #ae82981a
+PRESENCE_LABELS = ("category", "pair")
+
+def _presence(scene, head: str) -> list[float]:
+    "1.0 for each name of a head (categories, or colour-category pairs) the scene holds."
+    held = {_label(o, head) for o in scene.objects}
+    return [float(n in held) for n in _label_names()[head]]
+
 def _vision_batch(processor, rng: random.Random, n: int, split: str = "train"):
-    "Pixel values of `n` random scenes of a split, their patch labels (n × patches each) and category presence."
+    "Pixel values of `n` random scenes of a split, their patch labels (n × patches each) and what each scene holds."
     import torch
-    from mmresearch.scenes import CATEGORIES, generate_scene, render, scene_seed
+    from mmresearch.scenes import generate_scene, render, scene_seed
     scenes = [generate_scene(scene_seed(split, rng.randrange(10**6))) for _ in range(n)]
     size, patch = processor.image_processor.crop_size["height"], processor.patch_size
     px = processor.image_processor([render(s) for s in scenes], return_tensors="pt")["pixel_values"]
     labels = [patch_targets(s, size, patch) for s in scenes]
-    present = torch.tensor([[float(c in s.categories()) for c in CATEGORIES] for s in scenes])
-    return px, {k: torch.tensor([l[k] for l in labels]) for k in PATCH_LABELS}, present
+    held = {k: torch.tensor([_presence(s, k) for s in scenes]) for k in PRESENCE_LABELS}
+    return px, {k: torch.tensor([l[k] for l in labels]) for k in PATCH_LABELS}, held
 
 def _patch_features(model, pixel_values):
     "The last layer's patch features, CLS dropped: exactly the tokens LLaVA's 'default' strategy hands the projector."
     return model.model.vision_tower(pixel_values, output_hidden_states=True).hidden_states[-1][:, 1:]
 
 def vision_heads(tl: TinyLlava):
-    "Linear heads on the patch features (one per patch label, background included) and on their mean (categories)."
+    "Linear heads on the patch features (one per patch label, background included) and on their mean (what is held)."
     import torch
-    w = tl.model.model.vision_tower.config.hidden_size
-    return torch.nn.ModuleDict({k: torch.nn.Linear(w, len(v) + 1) for k, v in _label_names().items()}
-                               | {"present": torch.nn.Linear(w, len(_label_names()["category"]))})
+    w, names = tl.model.model.vision_tower.config.hidden_size, _label_names()
+    return torch.nn.ModuleDict({k: torch.nn.Linear(w, len(names[k]) + 1) for k in PATCH_LABELS}
+                               | {f"held_{k}": torch.nn.Linear(w, len(names[k])) for k in PRESENCE_LABELS})
 
-def _vision_loss(heads, feats, labels, present):
+def _vision_loss(heads, feats, labels, held):
     import torch.nn.functional as F
     dense = sum(F.cross_entropy(heads[k](feats).flatten(0, 1), labels[k].flatten()) for k in PATCH_LABELS)
-    return dense + F.binary_cross_entropy_with_logits(heads["present"](feats.mean(1)), present)
+    return dense + sum(F.binary_cross_entropy_with_logits(heads[f"held_{k}"](feats.mean(1)), held[k]) for k in PRESENCE_LABELS)
+
+def _f1(pred, truth) -> float:
+    tp = (pred & truth).sum().item()
+    return round(2 * tp / max(1, pred.sum().item() + truth.sum().item()), 3)
 
 def vision_accuracy(tl: TinyLlava, heads, n: int = 128, seed: int = 1, split: str = "val") -> dict:
-    "Held-out accuracy of the heads: each patch label on object patches, background, and category presence."
+    "Held-out accuracy of each patch label on object patches, of background, and F1 of what the mean says is held."
     import torch
-    px, labels, present = _vision_batch(tl.processor, random.Random(seed), n, split)
+    px, labels, held = _vision_batch(tl.processor, random.Random(seed), n, split)
     with torch.no_grad(): feats = _patch_features(tl.model, px)
     on = labels["category"] > 0
     out = {k: round((heads[k](feats).argmax(-1)[on] == labels[k][on]).float().mean().item(), 3) for k in PATCH_LABELS}
     out["background"] = round((heads["category"](feats).argmax(-1)[~on] == 0).float().mean().item(), 3)
-    out["present"] = round(((heads["present"](feats.mean(1)) > 0).float() == present).float().mean().item(), 3)
-    return out
+    return out | {f"held_{k}_f1": _f1(heads[f"held_{k}"](feats.mean(1)) > 0, held[k] > 0) for k in PRESENCE_LABELS}
 
 def pretrain_vision(tl: TinyLlava, steps: int, lr: float = 2e-3, batch_size: int = 32, seed: int = 0,
                     log_every: int = 250, log=print) -> list[dict]:
-    "Train the vision tower on patch labels and category presence (throwaway heads); returns the logged history."
+    "Train the vision tower on patch labels and on what each picture holds (throwaway heads); returns the logged history."
     import math, time, torch
     torch.manual_seed(seed); rng = random.Random(seed)
     tower, heads = tl.model.model.vision_tower, vision_heads(tl)
