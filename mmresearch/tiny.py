@@ -12,12 +12,12 @@ from typing import Iterable
 # %% auto #0
 __all__ = ['SPECIAL_TOKENS', 'OPTION_LETTERS', 'CHAT_TEMPLATE', 'SHORT_PROMPTS', 'LONG_PROMPTS', 'POPE_PROMPT', 'EXIST_PROMPTS',
            'COLOR_PROMPTS', 'JUDGE_PROMPTS', 'EXTRA_TEXT', 'EASYVQA_WORDS', 'TASKS', 'PATCH_LABELS', 'PRESENCE_LABELS',
-           'DEFAULT_WEIGHTS', 'TINY_SUMMARY', 'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava', 'tiny_processor',
-           'build_tiny_llava', 'study_texts', 'tiny_vocabulary', 'Example', 'judge_score', 'make_example',
-           'draw_examples', 'collate_chats', 'collate', 'llava_chat', 'patch_targets', 'vision_heads',
-           'vision_accuracy', 'pretrain_vision', 'TrainConfig', 'train', 'train_chats', 'eval_examples', 'ask',
-           'score_answer', 'accuracy', 'description_hallucination', 'easyvqa_accuracy', 'file_sha256',
-           'write_model_card', 'train_tiny', 'evaluate_tiny', 'ablation_losses']
+           'GROUNDING_LAYER', 'GROUNDING_HEAD', 'DEFAULT_WEIGHTS', 'TINY_SUMMARY', 'word_tokenizer', 'TinyLlavaConfig',
+           'TinyLlava', 'tiny_processor', 'build_tiny_llava', 'study_texts', 'tiny_vocabulary', 'Example',
+           'judge_score', 'make_example', 'draw_examples', 'collate_chats', 'collate', 'llava_chat', 'patch_targets',
+           'vision_heads', 'vision_accuracy', 'pretrain_vision', 'grounding_targets', 'grounding_loss', 'TrainConfig',
+           'train', 'train_chats', 'eval_examples', 'ask', 'score_answer', 'accuracy', 'description_hallucination',
+           'easyvqa_accuracy', 'file_sha256', 'write_model_card', 'train_tiny', 'evaluate_tiny', 'ablation_losses']
 
 # %% ../nbs/06_tiny.ipynb #70eff159
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>", "<image>")
@@ -142,10 +142,10 @@ def tiny_vocabulary() -> list[str]:
     from mmresearch.scenes import vocabulary
     return vocabulary(extra=study_texts())
 
-# %% ../nbs/06_tiny.ipynb #b0a5765a
+# %% ../nbs/06_tiny.ipynb #c38856cb
 import random
 
-TASKS = ("short", "long", "exist", "which", "color", "count", "size", "relation", "haleval", "mc", "judge")
+TASKS = ("short", "long", "exist", "which", "color", "bind", "count", "size", "relation", "haleval", "mc", "judge")
 
 @dataclass
 class Example:
@@ -217,6 +217,11 @@ def _ex_color(scene, rng):
     if rng.random() < 0.75: return rng.choice(COLOR_PROMPTS).format(object=o.category), o.color, o.color
     colour = o.color if rng.random() < 0.5 else rng.choice([c for c in COLORS if c != o.color])
     return f"Is the {o.category} {colour}?", _yes_no(colour == o.color), "yes" if colour == o.color else "no"
+
+def _ex_bind(scene, rng):
+    "An open colour question about a two-object, two-colour scene: only reading the named object's colour answers it."
+    o = rng.choice(scene.objects)
+    return rng.choice(COLOR_PROMPTS).format(object=o.category), o.color, o.color
 
 def _ex_count(scene, rng):
     from mmresearch.scenes import CATEGORIES, NUMBER_WORDS
@@ -293,7 +298,7 @@ def _ex_long(scene, rng):
     from mmresearch.scenes import long_caption
     return rng.choice(LONG_PROMPTS), long_caption(scene, rng).text, None
 
-_MAKERS = {"short": _ex_short, "long": _ex_long, "exist": _ex_exist, "which": _ex_which, "color": _ex_color, "count": _ex_count, "size": _ex_size,
+_MAKERS = {"short": _ex_short, "long": _ex_long, "exist": _ex_exist, "which": _ex_which, "color": _ex_color, "bind": _ex_bind, "count": _ex_count, "size": _ex_size,
            "relation": _ex_relation, "haleval": _ex_haleval, "mc": _ex_mc, "judge": _ex_judge}
 
 def make_example(task: str, # one of TASKS
@@ -302,6 +307,7 @@ def make_example(task: str, # one of TASKS
     "One example of `task` about `scene`, or None when the scene cannot pose it (e.g. no relation with one object)."
     if task not in _MAKERS: raise ValueError(f"unknown task {task!r}; choose one of {TASKS}")
     if task in ("color",) and not _unique(scene): return None
+    if task == "bind" and not (len(_unique(scene)) == 2 == len(scene.objects) and len({o.color for o in scene.objects}) == 2): return None
     if task == "relation" and len(scene.objects) < 2: return None
     q, a, label = _MAKERS[task](scene, rng)
     return Example(task, scene, q, a, label)
@@ -462,7 +468,41 @@ def pretrain_vision(tl: TinyLlava, steps: int, lr: float = 2e-3, batch_size: int
     tower.eval()
     return hist
 
-# %% ../nbs/06_tiny.ipynb #6e9c6a07
+# %% ../nbs/06_tiny.ipynb #0563411b
+GROUNDING_LAYER, GROUNDING_HEAD = 0, 0
+
+def _category_tokens(tokenizer) -> dict[int, str]:
+    "Token id -> category, for each category word and its plural."
+    from mmresearch.scenes import CATEGORIES
+    ids = {tokenizer.convert_tokens_to_ids(w): c for c in CATEGORIES for w in (c, _plural(c))}
+    return {i: c for i, c in ids.items() if i != tokenizer.unk_token_id}
+
+def grounding_targets(processor, scenes: list, input_ids) -> tuple:
+    "(rows, positions, patch mask) for every category word after the image whose category has patches in the row's picture."
+    import torch
+    size, patch = processor.image_processor.crop_size["height"], processor.patch_size
+    words, image_id = _category_tokens(processor.tokenizer), processor.image_token_id
+    rows, positions, masks = [], [], []
+    for r, scene in enumerate(scenes):
+        ids = input_ids[r].tolist()
+        image_pos = [i for i, t in enumerate(ids) if t == image_id]
+        labels = patch_targets(scene, size, patch)["category"]
+        for i in range(image_pos[-1] + 1, len(ids)):
+            if ids[i] not in words: continue
+            want = 1 + _label_names()["category"].index(words[ids[i]])
+            mask = torch.zeros(len(ids), dtype=torch.bool)
+            mask[[p for p, lab in zip(image_pos, labels) if lab == want]] = True
+            if mask.any(): rows.append(r); positions.append(i); masks.append(mask)
+    if not rows: return torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long), torch.zeros(0, input_ids.shape[1], dtype=torch.bool)
+    return torch.tensor(rows), torch.tensor(positions), torch.stack(masks)
+
+def grounding_loss(attentions, # the first decoder layer's attention weights, batch × heads × query × key
+                   rows, positions, masks):
+    "Mean over targets of minus the log attention mass the grounding head puts on the named category's patches."
+    att = attentions[rows, GROUNDING_HEAD, positions]
+    return -(att * masks).sum(-1).clamp_min(1e-6).log().mean()
+
+# %% ../nbs/06_tiny.ipynb #66cf9420
 DEFAULT_WEIGHTS = {"short": 0.7, "long": 0.6, "exist": 2.5, "which": 1.0, "color": 2.0, "count": 1.0, "size": 0.5,
                    "relation": 1.0, "haleval": 1.5, "mc": 1.0, "judge": 0.5}
 
@@ -478,6 +518,7 @@ class TrainConfig:
     seed: int = 0
     weights: dict = None # task -> sampling weight; default DEFAULT_WEIGHTS
     log_every: int = 100
+    grounding: float = 0.0 # weight of the grounding loss (attention from category words to their patches); 0 = off
 
 def _fit(tl: TinyLlava, tc: TrainConfig, next_batch, # (step, rng) -> (name, model inputs)
          log=print, time_limit_s: float | None = None) -> list[dict]:
@@ -496,13 +537,18 @@ def _fit(tl: TinyLlava, tc: TrainConfig, next_batch, # (step, rng) -> (name, mod
         f = min(1.0, step / tc.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / tc.steps)))
         for g, b in zip(opt.param_groups, base): g["lr"] = b * f
         name, inputs = next_batch(step, rng)
-        loss = tl.model(**inputs).loss
+        targets = inputs.pop("grounding", None)
+        out = tl.model(**inputs, output_attentions=targets is not None)
+        loss, losses = out.loss, {name: out.loss.item()}
+        if targets is not None and len(targets[0]):
+            ground = grounding_loss(out.attentions[GROUNDING_LAYER], *targets)
+            loss, losses["grounding"] = loss + tc.grounding * ground, ground.item()
         opt.zero_grad(); loss.backward()
         torch.nn.utils.clip_grad_norm_(tl.model.parameters(), 1.0); opt.step()
-        ema[name] = loss.item() if name not in ema else 0.9 * ema[name] + 0.1 * loss.item()
+        for k, v in losses.items(): ema[k] = v if k not in ema else 0.9 * ema[k] + 0.1 * v
         stop = bool(time_limit_s) and time.time() - t0 > time_limit_s
         if step % tc.log_every == 0 or step == tc.steps or stop:
-            hist.append({"step": step, "seconds": round(time.time() - t0, 1), "loss": round(loss.item(), 4),
+            hist.append({"step": step, "seconds": round(time.time() - t0, 1), "loss": round(out.loss.item(), 4),
                          **{k: round(v, 4) for k, v in sorted(ema.items())}})
             log(" ".join(f"{k}={v}" for k, v in hist[-1].items()))
         if stop: log(f"time limit: stopped at step {step}"); break
@@ -519,8 +565,14 @@ def train(tl: TinyLlava, tc: TrainConfig, log=print, time_limit_s: float | None 
         cfg = one if step <= tc.curriculum_steps else None
         task = rng.choices(tasks, w)[0]
         if cfg is one and task == "relation": task = "exist"
-        return task, collate(tl.processor, draw_examples(task, tc.batch_size, rng, cfg))
-    return _fit(tl, tc, next_batch, log, time_limit_s)
+        exs = draw_examples(task, tc.batch_size, rng, cfg)
+        inputs = collate(tl.processor, exs)
+        if tc.grounding: inputs["grounding"] = grounding_targets(tl.processor, [e.scene for e in exs], inputs["input_ids"])
+        return task, inputs
+    if not tc.grounding: return _fit(tl, tc, next_batch, log, time_limit_s)
+    tl.model.set_attn_implementation("eager")   # the grounding loss needs the attention weights, which sdpa does not return
+    try: return _fit(tl, tc, next_batch, log, time_limit_s)
+    finally: tl.model.set_attn_implementation("sdpa")
 
 def train_chats(tl: TinyLlava, chats: list[list[dict]], images: list, # conversations and their images, index-aligned
                 tc: TrainConfig, log=print, time_limit_s: float | None = None) -> list[dict]:
