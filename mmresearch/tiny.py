@@ -468,14 +468,14 @@ def pretrain_vision(tl: TinyLlava, steps: int, lr: float = 2e-3, batch_size: int
     tower.eval()
     return hist
 
-# %% ../nbs/06_tiny.ipynb #0563411b
+# %% ../nbs/06_tiny.ipynb #eadf5832
 GROUNDING_LAYER, GROUNDING_HEAD = 0, 0
 
-def _category_tokens(tokenizer) -> dict[int, str]:
-    "Token id -> category, for each category word and its plural."
+def _category_tokens(tokenizer) -> dict[int, int]:
+    "Token id -> the category's patch label (1 + its index), for each category word and its plural."
     from mmresearch.scenes import CATEGORIES
-    ids = {tokenizer.convert_tokens_to_ids(w): c for c in CATEGORIES for w in (c, _plural(c))}
-    return {i: c for i, c in ids.items() if i != tokenizer.unk_token_id}
+    ids = {tokenizer.convert_tokens_to_ids(w): 1 + k for k, c in enumerate(CATEGORIES) for w in (c, _plural(c))}
+    return {i: label for i, label in ids.items() if i != tokenizer.unk_token_id}
 
 def grounding_targets(processor, scenes: list, input_ids) -> tuple:
     "(rows, positions, patch mask) for every category word after the image whose category has patches in the row's picture."
@@ -489,9 +489,8 @@ def grounding_targets(processor, scenes: list, input_ids) -> tuple:
         labels = patch_targets(scene, size, patch)["category"]
         for i in range(image_pos[-1] + 1, len(ids)):
             if ids[i] not in words: continue
-            want = 1 + _label_names()["category"].index(words[ids[i]])
             mask = torch.zeros(len(ids), dtype=torch.bool)
-            mask[[p for p, lab in zip(image_pos, labels) if lab == want]] = True
+            mask[[p for p, lab in zip(image_pos, labels) if lab == words[ids[i]]]] = True
             if mask.any(): rows.append(r); positions.append(i); masks.append(mask)
     if not rows: return torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long), torch.zeros(0, input_ids.shape[1], dtype=torch.bool)
     return torch.tensor(rows), torch.tensor(positions), torch.stack(masks)
