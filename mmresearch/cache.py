@@ -5,18 +5,21 @@
 # %% ../nbs/01_cache.ipynb #61b8a279
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from .core import Request, Response, stable_hash
+from .core import Request, Response, redact, redact_response, secret_values, stable_hash
 
 # %% auto #0
-__all__ = ['project_root', 'default_cache_path', 'cache_key', 'ResponseCache', 'CacheStats', 'CachedModel']
+__all__ = ['project_root', 'default_cache_path', 'cache_key', 'CacheIntegrityWarning', 'ResponseCache', 'CacheStats',
+           'CachedModel']
 
 # %% ../nbs/01_cache.ipynb #f9dc972d
 def project_root(start: Path | None = None) -> Path | None:
@@ -32,7 +35,7 @@ def default_cache_path() -> Path:
 # %% ../nbs/01_cache.ipynb #ab363aff
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, request TEXT NOT NULL,
-                                      response TEXT NOT NULL, created REAL NOT NULL);
+                                      response TEXT NOT NULL, created REAL NOT NULL, digest TEXT);
 CREATE TABLE IF NOT EXISTS errors (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, model TEXT NOT NULL,
                                    request TEXT NOT NULL, kind TEXT NOT NULL, message TEXT NOT NULL, created REAL NOT NULL);
 """
@@ -40,6 +43,13 @@ CREATE TABLE IF NOT EXISTS errors (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEX
 def cache_key(model_fingerprint: str, request_fingerprint: str) -> str:
     "The cache key of one (model, request) pair."
     return stable_hash([model_fingerprint, request_fingerprint])
+
+class CacheIntegrityWarning(UserWarning):
+    "Stored answers failed their checksum; they were treated as misses and asked again."
+
+def _digest(key: str, payload: bytes) -> str:
+    "Checksum of one stored answer: SHA-256 of its key and its stored bytes."
+    return hashlib.sha256(key.encode() + b"\n" + payload).hexdigest()
 
 # %% ../nbs/01_cache.ipynb #3ca27830
 class ResponseCache:
@@ -59,27 +69,42 @@ class ResponseCache:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.executescript(_SCHEMA)
+            if not _has_digest(conn): _add_digests(conn)
             self._conn, self._pid = conn, os.getpid()
         return self._conn
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Response]:
-        "The cached responses among `keys`, as a key -> Response dict."
-        keys, found = list(dict.fromkeys(keys)), {}
+        "The cached responses among `keys` whose checksum holds, as a key -> Response dict; a warning names corrupt rows."
+        keys, found, corrupt = list(dict.fromkeys(keys)), {}, []
         for i in range(0, len(keys), 900):  # stay under SQLite's bound-parameter limit
             chunk = keys[i:i+900]
-            rows = self._db().execute(f"SELECT key, response FROM responses WHERE key IN ({','.join('?'*len(chunk))})", chunk)
-            found.update((k, Response.from_dict(_loads(v))) for k, v in rows)
+            rows = self._db().execute(f"SELECT key, CAST(response AS BLOB), digest FROM responses "
+                                      f"WHERE key IN ({','.join('?'*len(chunk))})", chunk)
+            for k, payload, digest in rows:
+                if digest == _digest(k, payload): found[k] = Response.from_dict(_loads(payload))
+                else: corrupt.append(k)
+        if corrupt:
+            warnings.warn(f"cache {self.path}: {len(corrupt)} stored answer(s) failed their checksum and are asked again "
+                          f"(keys {', '.join(k[:16] for k in corrupt[:5])}{', ...' if len(corrupt) > 5 else ''})",
+                          CacheIntegrityWarning, stacklevel=2)
         return found
 
-    def put_many(self, items: Iterable[tuple[str, str, str, Response]]) -> None:
-        "Store `(key, model_fp, request_fp, response)` items in one transaction: answers kept, errors logged."
-        now, items = time.time(), list(items)
-        ok = [(k, m, r, _dumps(resp.to_dict()), now) for k, m, r, resp in items if resp.ok]
-        bad = [(k, m, r, resp.error.kind, resp.error.message, now) for k, m, r, resp in items if not resp.ok]
+    def put_many(self, items: Iterable[tuple[str, str, str, Response]],
+                 secrets: list[tuple[str, str]] | None = None) -> None: # from `secret_values()`; read now when None
+        "Store `(key, model_fp, request_fp, response)` items in one transaction: answers kept, errors logged, secrets redacted."
+        now, secrets = time.time(), secret_values() if secrets is None else secrets
+        ok, bad = [], []
+        for k, m, r, resp in items:
+            resp, m = redact_response(resp, secrets), redact(m, secrets)
+            if resp.ok:
+                payload = _dumps(resp.to_dict())
+                ok.append((k, m, r, payload, now, _digest(k, payload.encode())))
+            else: bad.append((k, m, r, resp.error.kind, resp.error.message, now))
         db = self._db()
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.executemany("INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?)", ok)
+            db.executemany("INSERT OR REPLACE INTO responses (key, model, request, response, created, digest) "
+                           "VALUES (?,?,?,?,?,?)", ok)
             db.executemany("INSERT INTO errors (key, model, request, kind, message, created) VALUES (?,?,?,?,?,?)", bad)
             db.execute("COMMIT")
         except BaseException:
@@ -90,7 +115,7 @@ class ResponseCache:
     def error_log(self, model: str | None = None) -> list[dict]:
         "Every failed call recorded (optionally for one model fingerprint), oldest first."
         q, args = "SELECT key, model, request, kind, message, created FROM errors", ()
-        if model is not None: q, args = q + " WHERE model = ?", (model,)
+        if model is not None: q, args = q + " WHERE model = ?", (redact(model),)
         cols = ("key", "model", "request", "kind", "message", "created")
         return [dict(zip(cols, row)) for row in self._db().execute(q + " ORDER BY id", args)]
 
@@ -102,7 +127,24 @@ class ResponseCache:
     def __repr__(self) -> str: return f"ResponseCache({str(self.path)!r})"
 
 def _dumps(d: dict) -> str: return json.dumps(d, separators=(",", ":"))
-def _loads(s: str) -> dict: return json.loads(s)
+def _loads(s: str | bytes) -> dict: return json.loads(s)
+
+# %% ../nbs/01_cache.ipynb #abc7db97
+def _has_digest(conn: sqlite3.Connection) -> bool:
+    "Whether the `responses` table has its `digest` column (caches written before checksums lack it)."
+    return any(col[1] == "digest" for col in conn.execute("PRAGMA table_info(responses)"))
+
+def _add_digests(conn: sqlite3.Connection) -> None:
+    "Migrate a cache written before checksums: add the `digest` column and fill it for the rows already stored."
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if not _has_digest(conn):  # checked again under the write lock: another process may have migrated meanwhile
+            conn.execute("ALTER TABLE responses ADD COLUMN digest TEXT")
+            rows = conn.execute("SELECT key, CAST(response AS BLOB) FROM responses").fetchall()
+            conn.executemany("UPDATE responses SET digest = ? WHERE key = ?", [(_digest(k, v), k) for k, v in rows])
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK"); raise
 
 # %% ../nbs/01_cache.ipynb #07bcda87
 @dataclass
@@ -132,10 +174,10 @@ class CachedModel:
     def generate(self, requests: Sequence[Request],
                  progress: Callable[[int], None] | None = None) -> list[Response]: # called with the count answered so far
         "Responses for `requests` in order: cached answers first, the rest asked of the model and stored as they arrive."
-        mfp = self.model.fingerprint
+        mfp, secrets = self.model.fingerprint, secret_values()
         keys = [cache_key(mfp, r.fingerprint) if _cacheable(r) else None for r in requests]
         found = self.cache.get_many(k for k in keys if k is not None)
-        out: list[Response | None] = [found.get(k) if k else None for k in keys]
+        out: list[Response | None] = [redact_response(found[k], secrets) if k in found else None for k in keys]
         self.stats.hits += sum(o is not None for o in out)
         self.stats.uncacheable += sum(k is None for k in keys)
         todo: dict[str, list[int]] = {}
@@ -145,8 +187,9 @@ class CachedModel:
         done = len(requests) - sum(map(len, groups))
         if progress: progress(done)
         for batch in self._answers([requests[g[0]] for g in groups]):
-            self.cache.put_many((keys[groups[j][0]], mfp, requests[groups[j][0]].fingerprint, a) for j, a in batch
-                                if keys[groups[j][0]] is not None)
+            batch = [(j, redact_response(a, secrets)) for j, a in batch]  # what is returned is what is stored
+            self.cache.put_many(((keys[groups[j][0]], mfp, requests[groups[j][0]].fingerprint, a) for j, a in batch
+                                 if keys[groups[j][0]] is not None), secrets)
             for j, a in batch:
                 for i in groups[j]: out[i] = a
                 done += len(groups[j])

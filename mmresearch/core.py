@@ -9,16 +9,19 @@ import base64
 import hashlib
 import io
 import json
-from dataclasses import dataclass, field
+import os
+import re
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Iterable, Literal, Mapping
 
 from PIL import Image, UnidentifiedImageError
 
 # %% auto #0
-__all__ = ['MAX_IMAGE_PIXELS', 'Part', 'ERROR_KINDS', 'canonical_json', 'stable_hash', 'ImageDecodeError', 'ImageRef', 'Message',
-           'user', 'Request', 'CallError', 'Response', 'Sample', 'read_jsonl']
+__all__ = ['MAX_IMAGE_PIXELS', 'Part', 'ERROR_KINDS', 'SECRET_NAME', 'MIN_SECRET_LEN', 'canonical_json', 'stable_hash',
+           'ImageDecodeError', 'ImageRef', 'Message', 'user', 'Request', 'CallError', 'Response', 'register_secret_env',
+           'secret_values', 'redact', 'redact_response', 'Sample', 'read_jsonl']
 
 # %% ../nbs/00_core.ipynb #ada5735d
 def canonical_json(obj: Any) -> str:
@@ -214,6 +217,40 @@ class Response:
     def failed(cls, kind: str, message: str, retryable: bool = False, status: int | None = None, latency_s: float = 0.0) -> Response:
         "A response that carries only an error."
         return cls(error=CallError(kind, message, retryable, status), latency_s=latency_s)
+
+# %% ../nbs/00_core.ipynb #5e37831d
+SECRET_NAME = re.compile(r"(^|_)(API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|SECRET(_?KEY)?|TOKEN|PASSWORD|PASSWD|CREDENTIALS?)$", re.I)
+MIN_SECRET_LEN = 8  # shorter values cannot be told apart from ordinary words; they are not treated as secrets
+_SECRET_ENVS: set[str] = set()
+
+def register_secret_env(name: str) -> None:
+    "Treat environment variable `name` as holding a secret from now on, whatever its name looks like."
+    _SECRET_ENVS.add(name)
+
+def secret_values(names: Iterable[str] = (), # more variable names to treat as secret
+                  env: Mapping[str, str] | None = None # default `os.environ`
+                 ) -> list[tuple[str, str]]:
+    "`(value, variable name)` of every secret in the environment, longest value first."
+    env, wanted = os.environ if env is None else env, _SECRET_ENVS.union(names)
+    found: dict[str, str] = {}
+    for name, value in env.items():
+        if len(value) >= MIN_SECRET_LEN and (name in wanted or SECRET_NAME.search(name)): found.setdefault(value, name)
+    return sorted(found.items(), key=lambda vn: -len(vn[0]))
+
+def redact(text: str, secrets: list[tuple[str, str]] | None = None) -> str:
+    "`text` with each secret value replaced by `[REDACTED:VARNAME]`; the same object when it holds none."
+    for value, name in secret_values() if secrets is None else secrets:
+        if value in text: text = text.replace(value, f"[REDACTED:{name}]")
+    return text
+
+def redact_response(r: Response, secrets: list[tuple[str, str]] | None = None) -> Response:
+    "`r` with secrets redacted from its text or its error message; `r` itself when there were none."
+    secrets = secret_values() if secrets is None else secrets
+    if r.ok:
+        text = redact(r.text, secrets)
+        return r if text is r.text else replace(r, text=text)
+    message = redact(r.error.message, secrets)
+    return r if message is r.error.message else replace(r, error=replace(r.error, message=message))
 
 # %% ../nbs/00_core.ipynb #6ac45558
 @dataclass

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import email.utils
 import json
 import re
 import threading
@@ -18,7 +19,8 @@ from typing import Callable
 __all__ = ['request_text', 'count_images', 'default_answer', 'FakeChatServer', 'main']
 
 # %% ../nbs/02a_fakeserver.ipynb #99271eac
-_MARKER = re.compile(r"\[\[(status=(\d{3})|malformed|delay=([\d.]+))(?: times=(\d+))?\]\]")
+_MARKER = re.compile(r"\[\[(?:status=(?P<status>\d{3})(?: retry_after=(?P<retry_after>@?\d+))?|(?P<malformed>malformed)"
+                     r"|delay=(?P<delay>[\d.]+))(?: times=(?P<times>\d+))?\]\]")
 
 def request_text(body: dict) -> str:
     "All text parts of a chat-completions request body, joined."
@@ -79,8 +81,8 @@ class FakeChatServer:
     def __enter__(self) -> FakeChatServer: return self.start()
     def __exit__(self, *exc) -> None: self.stop()
 
-    def _reply(self, body: dict) -> tuple[int, bytes, float]:
-        "Status, body bytes and delay for one request, applying any fault marker in its prompt."
+    def _reply(self, body: dict, auth: str = "") -> tuple[int, bytes, float, dict[str, str]]:
+        "Status, body bytes, delay and extra headers for one request, applying any fault marker in its prompt."
         text = request_text(body)
         with self._lock:
             self.calls += 1
@@ -89,17 +91,27 @@ class FakeChatServer:
             attempt = self._attempts[key]
         delay = self.latency_s
         for m in _MARKER.finditer(text):
-            times = int(m.group(4)) if m.group(4) else None
-            if times is not None and attempt > times: continue
-            if m.group(3): delay += float(m.group(3))
-            elif m.group(2): return int(m.group(2)), json.dumps({"error": {"message": f"injected status {m.group(2)}", "type": "injected"}}).encode(), delay
-            else: return 200, _BROKEN_BODY, delay
+            if m["times"] and attempt > int(m["times"]): continue
+            if m["delay"]: delay += float(m["delay"])
+            elif m["status"]:
+                status, data, headers = _error_reply(int(m["status"]), auth, m["retry_after"])
+                return status, data, delay, headers
+            else: return 200, _BROKEN_BODY, delay, {}
         reply = self.answer(body)
         words = len(text.split())
         payload = {"id": f"fake-{attempt}", "object": "chat.completion", "created": int(time.time()), "model": body.get("model", "fake"),
                    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}],
                    "usage": {"prompt_tokens": words, "completion_tokens": len(reply.split()), "total_tokens": words + len(reply.split())}}
-        return 200, json.dumps(payload).encode(), delay
+        return 200, json.dumps(payload).encode(), delay, {}
+
+def _error_reply(status: int, auth: str, retry_after: str | None) -> tuple[int, bytes, dict[str, str]]:
+    "An error body (a 401/403 echoes the bearer token, as real servers do) and its Retry-After header, if asked for."
+    message = (f"Incorrect API key provided: {auth.removeprefix('Bearer ')}" if status in (401, 403)
+               else f"injected status {status}")
+    headers = {}
+    if retry_after: headers["Retry-After"] = (email.utils.formatdate(time.time() + int(retry_after[1:]), usegmt=True)
+                                              if retry_after.startswith("@") else retry_after)
+    return status, json.dumps({"error": {"message": message, "type": "injected"}}).encode(), headers
 
 _BROKEN_BODY = b'{"id": "broken", "choices": ['
 
@@ -120,18 +132,19 @@ class _Handler(BaseHTTPRequestHandler):
         s = self.owner
         with s._lock: s._in_flight += 1; s.max_in_flight = max(s.max_in_flight, s._in_flight)
         try:
-            status, data, delay = s._reply(body)
+            status, data, delay, headers = s._reply(body, self.headers.get("Authorization", ""))
             if delay: time.sleep(delay)
         finally:
             with s._lock: s._in_flight -= 1
         with s._lock:
             s.statuses[status] += 1
             if status == 200 and data is not _BROKEN_BODY: s.completed += 1; s.answered.append(request_text(body))
-        self._send(status, data)
+        self._send(status, data, headers)
 
-    def _send(self, status: int, data: bytes) -> None:
+    def _send(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
         try:
             self.send_response(status)
+            for name, value in (headers or {}).items(): self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

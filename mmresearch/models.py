@@ -6,22 +6,25 @@
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import hashlib
 import os
 import queue
 import random
+import re
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol, Sequence, runtime_checkable
+from typing import Any, Awaitable, Callable, Iterator, Protocol, Sequence, runtime_checkable
 
-from .core import ImageDecodeError, ImageRef, Message, Request, Response, stable_hash
+from .core import ImageDecodeError, ImageRef, Message, Request, Response, redact, register_secret_env, stable_hash
 
 # %% auto #0
 __all__ = ['SCRIPTS', 'MODEL_FILES', 'MODEL_KINDS', 'Model', 'ScriptedModel', 'to_openai_messages', 'classify_openai_error',
-           'OpenAIChatModel', 'folder_hash', 'generate_in_batches', 'default_device', 'DecodeRow', 'DecodeBatch',
-           'HFModel', 'tiny_model_path', 'parse_model_spec', 'load_model']
+           'retry_after_s', 'OpenAIChatModel', 'folder_hash', 'generate_in_batches', 'default_device', 'DecodeRow',
+           'DecodeBatch', 'HFModel', 'tiny_model_path', 'parse_model_spec', 'load_model']
 
 # %% ../nbs/02_models.ipynb #6f0e92c8
 @runtime_checkable
@@ -100,6 +103,20 @@ def _server_message(e: Exception) -> str:
     if isinstance(body, dict) and isinstance(body.get("error"), dict): return f"{type(e).__name__}: {body['error'].get('message')}"
     return f"{type(e).__name__}: {e}"
 
+# %% ../nbs/02_models.ipynb #f5c1bb4e
+_DELTA_SECONDS = re.compile(r"\d+(\.\d+)?")
+
+def retry_after_s(value: str | None, # a Retry-After header: delta-seconds or an HTTP date
+                  now: float | None = None # the current Unix time; default `time.time()`
+                 ) -> float | None:
+    "Seconds a server asked us to wait, never negative; None when the header is absent or unreadable."
+    value = (value or "").strip()
+    if _DELTA_SECONDS.fullmatch(value): return float(value)
+    try: when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError): return None
+    if when.tzinfo is None: when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
 # %% ../nbs/02_models.ipynb #8e2c32b5
 def _parse_completion(body: dict, latency_s: float) -> Response:
     "A `Response` from a chat-completions JSON body; a body without message text raises `ValueError` (malformed)."
@@ -122,11 +139,15 @@ class OpenAIChatModel:
                  max_retries: int = 5, # retries after the first attempt, for retryable failures
                  backoff_s: float = 0.5, # first backoff; doubles each retry, with jitter, capped at `backoff_max_s`
                  backoff_max_s: float = 30.0,
+                 max_retry_after_s: float = 60.0, # cap on a server's Retry-After (429/503) before the next attempt
                  max_tokens_field: str = "max_tokens", # "max_completion_tokens" for OpenAI's reasoning models
-                 extra_body: dict | None = None): # extra fields sent with every request (server-specific options)
+                 extra_body: dict | None = None, # extra fields sent with every request (server-specific options)
+                 sleep: Callable[[float], Awaitable[None]] | None = None): # waits between attempts; default `asyncio.sleep`
         self.model, self.base_url, self.api_key_env = model, base_url, api_key_env
         self.timeout_s, self.max_concurrency, self.max_retries = timeout_s, max_concurrency, max_retries
-        self.backoff_s, self.backoff_max_s = backoff_s, backoff_max_s
+        self.backoff_s, self.backoff_max_s, self.max_retry_after_s = backoff_s, backoff_max_s, max_retry_after_s
+        self.sleep = sleep or asyncio.sleep
+        if api_key_env is not None: register_secret_env(api_key_env)  # its value is redacted from all text written
         self.max_tokens_field, self.extra_body = max_tokens_field, dict(extra_body or {})
         self.batch_size = max_concurrency * 4
         self.fingerprint = f"openai:{model}@{base_url or 'default'}:{stable_hash(self.extra_body, 8)}"
@@ -159,8 +180,17 @@ class OpenAIChatModel:
                 except Exception as e:
                     kind, retryable, status = classify_openai_error(e)
                     if not retryable or attempt == self.max_retries:
-                        return Response.failed(kind, _server_message(e), retryable, status, time.perf_counter() - t0)
-            await asyncio.sleep(min(self.backoff_max_s, self.backoff_s * 2 ** attempt) * rng.uniform(0.5, 1.5))
+                        return Response.failed(kind, redact(_server_message(e)), retryable, status, time.perf_counter() - t0)
+                    wait_s = self._wait_s(e, attempt, rng)
+            await self.sleep(wait_s)
+
+    def _wait_s(self, e: Exception, attempt: int, rng: random.Random) -> float:
+        "Before the next attempt: a 429/503's Retry-After, capped; else exponential backoff with jitter."
+        response = getattr(e, "response", None)
+        if getattr(e, "status_code", None) in (429, 503) and response is not None:
+            asked = retry_after_s(response.headers.get("retry-after"))
+            if asked is not None: return min(asked, self.max_retry_after_s)
+        return min(self.backoff_max_s, self.backoff_s * 2 ** attempt) * rng.uniform(0.5, 1.5)
 
     async def _run(self, requests: Sequence[Request], emit: Callable[[int, Response], None]) -> None:
         # The client's aiohttp transport (openai's `aiohttp` extra) costs about half the CPU per request of its default
@@ -185,7 +215,10 @@ class OpenAIChatModel:
         worker = threading.Thread(target=work, daemon=True)
         worker.start()
         while (item := results.get()) is not done:
-            if isinstance(item, BaseException): raise item
+            if isinstance(item, BaseException):
+                message = str(item)
+                if (safe := redact(message)) == message: raise item
+                raise RuntimeError(f"{type(item).__name__}: {safe}") from None  # the original holds a secret: drop it
             yield item
         worker.join()
 

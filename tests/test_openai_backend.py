@@ -51,3 +51,40 @@ def test_second_pass_makes_no_server_calls(tmp_path):
         second = cached.generate(_requests(50))
     assert calls == 50 and srv.calls == 50 and first == second
     assert cached.stats.hits == 50
+
+
+def _waits_for(prompt: str, **kw) -> tuple[list[float], object]:
+    "The waits between attempts for one request (recorded, not slept), and its response."
+    waits = []
+    async def note(seconds: float) -> None: waits.append(seconds)
+    with FakeChatServer() as srv:
+        model = OpenAIChatModel("fake", base_url=srv.base_url, api_key_env=None, sleep=note, **kw)
+        out = model.generate([Request([user(prompt)])])[0]
+    return waits, out
+
+
+def test_retry_after_seconds_and_dates_are_honoured_up_to_the_cap():
+    kw = dict(max_retries=3, backoff_s=0.5, max_retry_after_s=10)
+    waits, out = _waits_for("busy [[status=429 retry_after=3 times=1]]", **kw)
+    assert out.ok and waits == [3.0]
+    waits, out = _waits_for("down [[status=503 retry_after=@6 times=1]]", **kw)   # an HTTP date about 6 s ahead
+    assert out.ok and len(waits) == 1 and 4.0 <= waits[0] <= 6.0, waits       # (the date has whole seconds)
+    waits, out = _waits_for("busy [[status=429 retry_after=999 times=1]]", **kw)
+    assert out.ok and waits == [10.0]                                         # capped at max_retry_after_s
+    waits, out = _waits_for("down [[status=503 retry_after=@3600 times=1]]", **kw)
+    assert out.ok and waits == [10.0]
+
+
+def test_without_retry_after_the_backoff_is_exponential_with_jitter():
+    kw = dict(max_retries=3, backoff_s=0.5, max_retry_after_s=10)
+    waits, out = _waits_for("busy [[status=429 times=2]]", **kw)
+    assert out.ok and len(waits) == 2 and 0.25 <= waits[0] <= 0.75 and 0.5 <= waits[1] <= 1.5, waits
+    # a 500's Retry-After is not a rate-limit hint: plain backoff
+    waits, out = _waits_for("broken [[status=500 retry_after=7 times=1]]", **kw)
+    assert out.ok and len(waits) == 1 and 0.25 <= waits[0] <= 0.75, waits
+    # the server's hint first, then backoff when the next refusal carries none
+    waits, out = _waits_for("busy [[status=429 retry_after=2 times=1]] [[status=429 times=2]]", **kw)
+    assert out.ok and waits[0] == 2.0 and 0.5 <= waits[1] <= 1.5, waits
+    # retries run out: the last refusal is the typed error, after max_retries waits
+    waits, out = _waits_for("always busy [[status=429 retry_after=1]]", **kw)
+    assert out.error.kind == "rate_limit" and waits == [1.0, 1.0, 1.0]
