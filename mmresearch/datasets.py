@@ -7,22 +7,25 @@ from __future__ import annotations
 
 import csv
 import functools
+import gzip
 import hashlib
 import importlib.util
 import json
+import os
 import random
 import re
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Iterator
 
 from .core import ImageDecodeError, ImageRef, Sample, stable_hash
 
 # %% auto #0
 __all__ = ['HALLUCINATION_TYPES', 'VERIFY_MODES', 'COCO_CLASSES', 'COCO_SYNONYMS', 'COCO_COLOUR_WORDS', 'EASYVQA_SHAPES',
-           'EASYVQA_COLORS', 'EASYVQA_SUPPORTS', 'PHOTOS_SUPPORTS', 'HALEVAL_TYPE_NAMES', 'IMAGE_SUFFIXES', 'DATASETS',
-           'DOMAINS', 'DataFormatError', 'RowError', 'LoadStats', 'dataset_hash', 'Dataset', 'coco_vocab',
-           'coco_mentions', 'easyvqa_facts', 'load_easyvqa', 'photos_json', 'load_photos', 'load_haleval', 'load_pope',
+           'EASYVQA_COLORS', 'EASYVQA_SUPPORTS', 'PHOTOS_SUPPORTS', 'HALEVAL_TYPE_NAMES', 'POPE_SPLITS',
+           'IMAGE_SUFFIXES', 'DATASETS', 'DOMAINS', 'DataFormatError', 'RowError', 'LoadStats', 'dataset_hash',
+           'Dataset', 'coco_vocab', 'coco_mentions', 'easyvqa_facts', 'load_easyvqa', 'photos_json', 'load_photos',
+           'json_records', 'read_json_records', 'load_haleval', 'pope_object', 'pope_split_from_name', 'load_pope',
            'load_coco', 'load_image_folder', 'register_dataset', 'load_dataset', 'show_samples', 'load_domain']
 
 # %% ../nbs/04_datasets.ipynb #1bce34ad
@@ -37,18 +40,24 @@ class RowError(Exception):
 
 @dataclass
 class LoadStats:
-    "What a loader read: rows seen, samples made, rows skipped, and why."
+    "What a loader read: rows seen, samples made, rows skipped and why, parts of kept rows dropped and why."
     source: str
     rows: int = 0
     loaded: int = 0
     skipped: int = 0
     problems: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list) # parts of kept rows that could not be used, each named
+    notes: list[str] = field(default_factory=list) # kept rows the loader had to tell apart, e.g. a repeated key renamed
 
     def fail(self, row: str, message: str, lenient: bool) -> None:
         "Record a bad `row`; raise `DataFormatError` unless `lenient`."
         err = f"{self.source}: {row}: {message}"
         if not lenient: raise DataFormatError(err)
         self.skipped += 1; self.problems.append(err)
+
+    def drop(self, row: str, message: str) -> None:
+        "Record a part of `row` that was left out while the rest of the row was kept."
+        self.dropped.append(f"{self.source}: {row}: {message}")
 
 # %% ../nbs/04_datasets.ipynb #6e0633a1
 def _file_sha256(path: Path) -> str:
@@ -85,13 +94,14 @@ class Dataset:
     def __iter__(self) -> Iterator[Sample]: return iter(self.samples)
     def __getitem__(self, i): return self.samples[i]
     def __repr__(self) -> str:
-        return f"Dataset({self.name!r}, domain={self.domain!r}, n={len(self)}, skipped={self.stats.skipped}, hash={self.hash[:12]})"
+        dropped = f", dropped={len(self.stats.dropped)}" if self.stats.dropped else ""
+        return f"Dataset({self.name!r}, domain={self.domain!r}, n={len(self)}, skipped={self.stats.skipped}{dropped}, hash={self.hash[:12]})"
 
     def manifest(self) -> dict:
         "The dataset's entry in a run manifest."
         return {"name": self.name, "domain": self.domain, "n": len(self), "sha256": self.hash, "files": self.files,
                 "supports": list(self.supports), "params": self.params, "rows": self.stats.rows,
-                "skipped": self.stats.skipped}
+                "skipped": self.stats.skipped, "dropped": len(self.stats.dropped)}
 
 # %% ../nbs/04_datasets.ipynb #c4e2eb8d
 VERIFY_MODES = ("none", "exists", "decode")
@@ -375,6 +385,36 @@ def load_photos(annotations: str | Path | None = None, # photos.json (default: t
     return Dataset("photos", "photos", samples, dataset_hash(*files), [str(f) for f in files], stats, PHOTOS_SUPPORTS,
                    {"annotations": str(path)})
 
+# %% ../nbs/04_datasets.ipynb #c227236c
+def _open_text(path: Path):
+    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
+
+def json_records(path: str | Path # a JSON array of objects or JSON lines, optionally gzipped (.gz)
+                ) -> list[tuple[str, Any]]:
+    "(where, record) for every record, in file order; a line that is not a JSON object gives a `RowError` as its record."
+    path = Path(path)
+    with _open_text(path) as f: text = f.read()
+    if text.lstrip().startswith("["):
+        try: data = json.loads(text)
+        except json.JSONDecodeError as e: raise DataFormatError(f"{path}: not valid JSON: {e}") from e
+        return [(f"item [{i}]", r if isinstance(r, dict) else RowError(f"expected a JSON object, got {type(r).__name__}"))
+                for i, r in enumerate(data)]
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip(): continue
+        try: rec = json.loads(line)
+        except json.JSONDecodeError as e: rec = RowError(f"invalid JSON ({e.msg})")
+        if not isinstance(rec, (dict, RowError)): rec = RowError(f"expected a JSON object, got {type(rec).__name__}")
+        out.append((f"line {n}", rec))
+    return out
+
+def read_json_records(path: str | Path) -> list[tuple[str, dict]]:
+    "`json_records`, raising `DataFormatError` (naming the file and line) at the first record that is not a JSON object."
+    recs = json_records(path)
+    for where, r in recs:
+        if isinstance(r, RowError): raise DataFormatError(f"{path}: {where}: {r}")
+    return recs
+
 # %% ../nbs/04_datasets.ipynb #211b6b98
 HALEVAL_TYPE_NAMES = {"objective hallucination": "object", "object hallucination": "object",
                       "attributive hallucination": "attribute", "attribute hallucination": "attribute",
@@ -387,89 +427,132 @@ def _read_json(path: Path) -> Any:
     except FileNotFoundError: raise
     except (json.JSONDecodeError, UnicodeDecodeError) as e: raise DataFormatError(f"{path}: not valid JSON: {e}") from e
 
+def _image_paths(images: list[str], # the image paths as a file records them
+                 root: Path | None, # the image root given by the user, or None
+                 default_root: Path # the file's own folder
+                ) -> list[Path]:
+    "Relative paths under the root; absolute paths as they are, or, when a root is given, moved from their common folder to it."
+    absolute = [PurePosixPath(p) for p in images if PurePosixPath(p).is_absolute()]
+    common = PurePosixPath(os.path.commonpath([str(p.parent) for p in absolute])) if absolute else None
+    out = []
+    for p in images:
+        pp = PurePosixPath(p)
+        if not pp.is_absolute(): out.append((root or default_root)/p)
+        elif root is None: out.append(Path(p))
+        else: out.append(root/pp.relative_to(common))
+    return out
+
 # %% ../nbs/04_datasets.ipynb #02f5bd6c
 def load_haleval(path: str | Path, # a Hal-Eval evaluation JSON file (a list of records)
-                 image_root: str | Path | None = None, # folder the image paths are relative to (default: the file's folder)
+                 image_root: str | Path | None = None, # the image folder: relative paths are under it, absolute ones are moved to it
                  domain: str = "haleval", # domain label for the samples, e.g. "in_domain" or "ood_web"
                  verify: str = "exists", # check images: "none", "exists" or "decode"
                  lenient: bool = False, # skip and count malformed records instead of raising
                  ) -> Dataset:
     "Hal-Eval evaluation records as samples with a true caption and typed hallucinated captions."
-    path = Path(path); root = Path(image_root) if image_root else path.parent
+    path = Path(path); root = Path(image_root) if image_root else None
     data = _read_json(path)
     if not isinstance(data, list): raise DataFormatError(f"{path}: expected a JSON list of records, got {type(data).__name__}")
-    stats, samples, seen = LoadStats(str(path)), [], set()
+    images = [str(r.get("image") or r.get("image_path")) if isinstance(r, dict) and isinstance(r.get("image") or r.get("image_path"), str) else ""
+              for r in data]
+    paths = _image_paths([p for p in images if p], root, path.parent)
+    where_img = dict(zip([i for i, p in enumerate(images) if p], paths))
+    stats, samples, first = LoadStats(str(path)), [], {}
     for i, rec in enumerate(data):
         stats.rows += 1
         try:
             if not isinstance(rec, dict): raise RowError(f"record must be an object, got {type(rec).__name__}")
-            img = rec.get("image") or rec.get("image_path")
-            if not isinstance(img, str): raise RowError("missing 'image' (or 'image_path')")
+            if not images[i]: raise RowError("missing 'image' (or 'image_path')")
             cap = rec.get("caption")
             if not isinstance(cap, str) or not cap.strip(): raise RowError("missing or empty 'caption'")
             hals = rec.get("hal_caption", [])
             if not isinstance(hals, list): raise RowError("'hal_caption' must be a list")
-            hal = {}
+            hal, empty = {}, []
             for j, h in enumerate(hals):
                 t = HALEVAL_TYPE_NAMES.get(str(h.get("type", "")).strip().lower()) if isinstance(h, dict) else None
                 if t is None: raise RowError(f"hal_caption[{j}]: unknown hallucination type {h.get('type') if isinstance(h, dict) else h!r}")
                 if t in hal: raise RowError(f"hal_caption[{j}]: a second {t} hallucination")
-                hal[t] = _hallucination(h.get("caption"), h.get("content"), h.get("contradicts"))
+                if not isinstance(h.get("caption"), str) or not h["caption"].strip(): empty.append((j, t, h.get("caption"))); continue
+                hal[t] = _hallucination(h["caption"], h.get("content"), h.get("contradicts"))
             key = rec.get("key") or rec.get("id")
-            if key is not None and str(key) in seen: raise RowError(f"duplicate key {key!r}")
-            sid = str(key) if key is not None else Path(img).stem
-            if sid in seen: sid = f"{sid}-{i}"          # an image listed again with another caption
-            ref = _image_for_row(root/img, verify)
+            base = str(key) if key is not None else Path(images[i]).stem
+            sid, n = base, 1
+            while sid in first: n += 1; sid = f"{base}#{n}"
+            ref = _image_for_row(where_img[i], verify)
         except RowError as e:
-            stats.fail(f"item [{i}]", str(e), lenient); continue
-        seen.add(sid)
+            msg = str(e)
+            if "image file not found" in msg and PurePosixPath(images[i]).is_absolute() and root is None:
+                msg += " (the file records absolute image paths: pass image_root to move them to your image folder)"
+            stats.fail(f"item [{i}]", msg, lenient); continue
+        for j, t, c in empty: stats.drop(f"item [{i}] ({sid})", f"hal_caption[{j}] ({t}) has no caption ({c!r}); the record's other captions are kept")
         meta = {"caption": cap, "hallucinations": hal, "objects": list(rec.get("objects", [])),
                 "source": f"{path.name}[{i}]", "license": str(rec.get("license", "see the dataset's terms"))}
+        if sid != base:
+            meta["repeat_of"] = base
+            stats.notes.append(f"{path}: item [{i}]: {'key' if key is not None else 'image'} {base!r} repeats item [{first[base]}]; kept as sample {sid!r}")
+        first[sid] = i
         samples.append(Sample(sid, ref, domain, meta))
     stats.loaded = len(samples)
     return Dataset("haleval", domain, samples, dataset_hash(path), [str(path)], stats,
                    tuple(t for t in HALLUCINATION_TYPES if any(t in s.meta["hallucinations"] for s in samples)),
-                   {"image_root": str(root), "verify": verify, "lenient": lenient})
+                   {"image_root": str(root or path.parent), "verify": verify, "lenient": lenient})
 
 # %% ../nbs/04_datasets.ipynb #db16e7ea
-_POPE_OBJECT = re.compile(r"^is there an? (.+?) in the im(?:age|g)\??$", re.I)
+POPE_SPLITS = ("random", "popular", "adversarial")
+_POPE_OBJECT = re.compile(r"is there (?:an?|any|some)\s+(.+?)\s+in (?:the|this) (?:im\w*|picture|photo)\s*\??", re.I)
 
-def load_pope(path: str | Path, # a POPE question file (JSON lines)
+def pope_object(question: str # a POPE question, e.g. "Is there an umbrella in the imange?"
+               ) -> str | None:
+    "The object a POPE question asks about (from its first line), lower-cased; None when it is not POPE's question."
+    first = question.strip().split("\n")[0].strip() if isinstance(question, str) else ""
+    m = _POPE_OBJECT.fullmatch(first)
+    return m.group(1).lower() if m else None
+
+def pope_split_from_name(path: str | Path) -> str | None:
+    "The POPE split a file name names (coco_pope_random.json -> 'random'), or None."
+    words = re.split(r"[^a-z]+", Path(path).name.lower())
+    found = [s for s in POPE_SPLITS if s in words]
+    return found[0] if len(found) == 1 else None
+
+# %% ../nbs/04_datasets.ipynb #e1208ce2
+def load_pope(path: str | Path, # a POPE question file: JSON lines or a JSON array (optionally .gz)
               image_root: str | Path | None = None, # folder holding the images (default: the file's folder)
               domain: str = "pope", # domain label for the samples
+              category: str | None = None, # the split of questions without `category` (default: from the file name)
               verify: str = "exists", # check images: "none", "exists" or "decode"
-              lenient: bool = False, # skip and count malformed lines instead of raising
+              lenient: bool = False, # skip and count malformed records instead of raising
               ) -> Dataset:
-    "POPE yes/no object questions, grouped into one sample per image."
+    "POPE yes/no object questions, grouped into one sample per image, each question kept as written."
     path = Path(path); root = Path(image_root) if image_root else path.parent
+    split = category or pope_split_from_name(path)
     stats, by_image, refs, seen_q = LoadStats(str(path)), {}, {}, set()
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip(): continue
-            stats.rows += 1
-            try:
-                try: rec = json.loads(line)
-                except json.JSONDecodeError as e: raise RowError(f"invalid JSON ({e.msg})") from e
-                if not isinstance(rec, dict): raise RowError("a line must hold a JSON object")
-                missing = [k for k in ("question_id", "image", "text", "label") if k not in rec]
-                if missing: raise RowError(f"missing field(s) {missing}")
-                label = str(rec["label"]).strip().lower()
-                if label not in ("yes", "no"): raise RowError(f"label must be 'yes' or 'no', got {rec['label']!r}")
-                if rec["question_id"] in seen_q: raise RowError(f"duplicate question_id {rec['question_id']!r}")
-                img = str(rec["image"])
-                if img not in refs: refs[img] = _image_for_row(root/img, verify)
-            except RowError as e:
-                stats.fail(f"line {n}", str(e), lenient); continue
-            seen_q.add(rec["question_id"])
-            by_image.setdefault(img, []).append({"question": rec["text"], "answer": label, "question_id": rec["question_id"]})
+    for where, rec in json_records(path):
+        stats.rows += 1
+        try:
+            if isinstance(rec, RowError): raise rec
+            missing = [k for k in ("question_id", "image", "text", "label") if k not in rec]
+            if missing: raise RowError(f"missing field(s) {missing}")
+            label = str(rec["label"]).strip().lower()
+            if label not in ("yes", "no"): raise RowError(f"label must be 'yes' or 'no', got {rec['label']!r}")
+            if not isinstance(rec["text"], str) or not rec["text"].strip(): raise RowError(f"text must be a question, got {rec['text']!r}")
+            if rec["question_id"] in seen_q: raise RowError(f"duplicate question_id {rec['question_id']!r}")
+            img = str(rec["image"])
+            if img not in refs: refs[img] = _image_for_row(root/img, verify)
+        except RowError as e:
+            stats.fail(where, str(e), lenient); continue
+        seen_q.add(rec["question_id"])
+        obj = pope_object(rec["text"])
+        if obj is None: stats.drop(where, f"cannot read the object of {rec['text']!r}; the question is kept, the object is not listed")
+        by_image.setdefault(img, []).append({"question": rec["text"], "answer": label, "question_id": rec["question_id"],
+                                             "object": obj, "category": rec.get("category", split)})
     samples = []
     for img, qs in by_image.items():
-        present = sorted({m.group(1).lower() for q in qs if q["answer"] == "yes" and (m := _POPE_OBJECT.match(q["question"].strip()))})
+        present = sorted({q["object"] for q in qs if q["answer"] == "yes" and q["object"]})
         samples.append(Sample(Path(img).stem, refs[img], domain,
                               {"objects": present, "questions": qs, "source": f"{path.name}", "license": "see the dataset's terms"}))
     stats.loaded = len(samples)
     return Dataset("pope", domain, samples, dataset_hash(path), [str(path)], stats, (),
-                   {"image_root": str(root), "verify": verify, "lenient": lenient})
+                   {"image_root": str(root), "category": split, "verify": verify, "lenient": lenient})
 
 # %% ../nbs/04_datasets.ipynb #486d2a77
 def load_coco(captions: str | Path, # COCO captions_*.json

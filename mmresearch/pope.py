@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -15,13 +16,14 @@ import pandas as pd
 
 from .cache import CachedModel
 from .core import Request, Sample, stable_hash, user
+from .datasets import pope_split_from_name, read_json_records
 from .metrics import binary_report, wide_table
 from .parsing import PARSERS, parse_answers
 from .scenes import object_stats, sample_objects
 
 # %% auto #0
 __all__ = ['QUESTION_TEMPLATE', 'SPLITS', 'ITEM_COLUMNS', 'DEFAULT_POLICY', 'pope_question', 'sample_negatives', 'pope_items',
-           'run_pope', 'pope_metrics', 'pope_wide', 'write_pope_questions', 'score_pope']
+           'file_items', 'run_pope', 'pope_metrics', 'pope_wide', 'write_pope_questions', 'score_pope']
 
 # %% ../nbs/13_pope.ipynb #ac1a5a07
 QUESTION_TEMPLATE = "Is there {article} {object} in the image?"
@@ -98,6 +100,26 @@ def pope_items(samples: Sequence[Sample], # annotated samples: meta["objects"] l
     items.attrs["skipped"] = skipped
     return items
 
+# %% ../nbs/13_pope.ipynb #4cb2ddd0
+def file_items(samples: Sequence[Sample], # samples from `datasets.load_pope`: meta["questions"] holds the file's questions
+              ) -> pd.DataFrame:
+    "One row per question of the loaded file, as written: question_id, sample_id, domain, split, object, label, question, image."
+    rows = []
+    for s in samples:
+        qs = s.meta.get("questions")
+        if not qs: raise ValueError(f"sample {s.id} carries no POPE questions (meta['questions']); load the file with datasets.load_pope")
+        for j, q in enumerate(qs):
+            label = str(q.get("answer", "")).strip().lower()
+            if label not in ("yes", "no") or not isinstance(q.get("question"), str):
+                raise ValueError(f"sample {s.id}: question {j} is not a POPE yes/no question with its label: {q!r}")
+            rows.append((q.get("question_id", f"{s.id}:{j}"), s.id, s.domain, q.get("category") or "file", q.get("object"),
+                         label, q["question"], _image_name(s)))
+    items = pd.DataFrame(rows, columns=ITEM_COLUMNS)
+    dup = items.duplicated(["split", "question_id"])
+    if dup.any(): raise ValueError(f"question_id {items.question_id[dup].iloc[0]!r} appears twice in split {items.split[dup].iloc[0]!r}")
+    items.attrs["skipped"] = []
+    return items
+
 # %% ../nbs/13_pope.ipynb #dd98c6de
 DEFAULT_POLICY = {"pope": "positive", "final": "exclude"}
 
@@ -105,7 +127,7 @@ def _policy(parser: str, policy: str | None) -> str:
     if parser not in PARSERS: raise ValueError(f"unknown parser {parser!r}; choose one of {sorted(PARSERS)}")
     return DEFAULT_POLICY[parser] if policy is None else policy
 
-def run_pope(samples: Sequence[Sample], # annotated samples
+def run_pope(samples: Sequence[Sample], # annotated samples, or samples from `datasets.load_pope` with `from_file`
              model: CachedModel, # the model under test, through the cache
              k: int = 3, splits: Sequence[str] = SPLITS, seed: int = 0, # question sampling, as in `pope_items`
              parser: str = "pope", # "pope" (official first-sentence rule) or "final" (last verdict)
@@ -115,11 +137,13 @@ def run_pope(samples: Sequence[Sample], # annotated samples
              vocabulary: Sequence[str] | None = None,
              frequency: Mapping[str, int] | None = None,
              cooccurrence: Mapping[str, Mapping[str, int]] | None = None,
-             progress=None) -> pd.DataFrame:
+             progress=None,
+             from_file: bool = False, # ask the questions the samples carry (an official file, as loaded) instead of sampling
+            ) -> pd.DataFrame:
     "Ask every POPE question; one row per question with raw, parsed, parse_ok and error."
     if not isinstance(model, CachedModel): raise TypeError("model must be wrapped: CachedModel(model, ResponseCache(path))")
     policy = _policy(parser, policy)
-    items = pope_items(samples, k, splits, seed, vocabulary, frequency, cooccurrence)
+    items = file_items(samples) if from_file else pope_items(samples, k, splits, seed, vocabulary, frequency, cooccurrence)
     by_id = {s.id: s for s in samples}
     requests = [Request([user(by_id[sid].image, q)], max_new_tokens=max_new_tokens) for sid, q in zip(items.sample_id, items.question)]
     responses = model.generate(requests, progress=progress) if progress else model.generate(requests)
@@ -176,26 +200,30 @@ def write_pope_questions(path: str | Path, # the .jsonl file to write
     return path
 
 # %% ../nbs/13_pope.ipynb #3f8232f0
-def _read_jsonl(path: Path, what: str) -> list[tuple[str, dict]]:
-    "(where, object) for each non-empty line; errors name the file and line."
-    if not path.exists(): raise FileNotFoundError(f"{what} {path} does not exist")
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip(): continue
-            try: obj = json.loads(line)
-            except json.JSONDecodeError as e: raise ValueError(f"{path}:{n}: invalid JSON ({e.msg})") from e
-            if not isinstance(obj, dict): raise ValueError(f"{path}:{n}: expected a JSON object, got {type(obj).__name__}")
-            out.append((f"{path}:{n}", obj))
-    return out
-
 def _rows(source, what: str) -> list[tuple[str, dict]]:
-    if isinstance(source, (str, Path)): return _read_jsonl(Path(source), what)
+    "(where, record) of a JSON-lines or JSON-array file (a path) or of rows already read; errors name the file and line."
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if not path.exists(): raise FileNotFoundError(f"{what} {path} does not exist")
+        return [(f"{path}: {w}", r) for w, r in read_json_records(path)]
     out = []
     for i, obj in enumerate(source):
         if not isinstance(obj, dict): raise ValueError(f"{what} row {i}: expected a dict, got {type(obj).__name__}")
         out.append((f"{what} row {i}", obj))
     return out
+
+def _label_sets(labels) -> list[tuple[str | None, list[tuple[str, dict]]]]:
+    "(split named by the file name, records) for one labels file, each file of a labels folder, or rows already read."
+    if isinstance(labels, (str, Path)) and Path(labels).is_dir():
+        files = sorted(p for p in Path(labels).iterdir() if p.name.endswith((".json", ".jsonl", ".json.gz", ".jsonl.gz")))
+        if not files: raise FileNotFoundError(f"labels folder {labels} holds no .json or .jsonl files")
+        return [(pope_split_from_name(f), _rows(f, "labels")) for f in files]
+    return [(pope_split_from_name(labels) if isinstance(labels, (str, Path)) else None, _rows(labels, "labels"))]
+
+def _same_question(a, b) -> bool:
+    "Two copies of one question: their first lines agree up to case and spacing (LLaVA appends an instruction line)."
+    norm = lambda t: " ".join(str(t).strip().split("\n")[0].lower().split())
+    return norm(a) == norm(b)
 
 def _label(v, where: str) -> str:
     lab = str(v).strip().lower()
@@ -217,31 +245,93 @@ def _group_result(g: pd.DataFrame, n_boot: int, seed: int) -> dict:
         out[f"{m}_ci"] = [_json_num(t.loc[m, "ci_low"]), _json_num(t.loc[m, "ci_high"])]
     return out
 
-def score_pope(input_path: str | Path | Iterable[dict], # POPE answer file (JSON lines), or its rows
+# %% ../nbs/13_pope.ipynb #2906f4a5
+def _truth_by_id(labels) -> dict:
+    "question_id -> (label, category, text) from POPE question files; an id in two files is an error."
+    truth, where_of = {}, {}
+    for split, recs in _label_sets(labels):
+        for where, q in recs:
+            if "question_id" not in q or "label" not in q: raise ValueError(f"{where}: a question needs 'question_id' and 'label'")
+            qid = q["question_id"]
+            if qid in truth: raise ValueError(f"{where}: duplicate question_id {qid!r} (also {where_of[qid]}); when several "
+                                              "label files reuse ids, give the question file that tells them apart (--questions)")
+            truth[qid], where_of[qid] = (_label(q["label"], where), q.get("category", split), q.get("text")), where
+    return truth
+
+def _truth_by_order(answers: list, labels) -> dict:
+    "Line i of the answers -> (label, category, text) of question i of the one labels file (POPE's documented pairing)."
+    sets = _label_sets(labels)
+    if len(sets) != 1: raise ValueError("answers without question_id are matched to one question file by line order; give one file, not a folder")
+    split, recs = sets[0]
+    if len(recs) != len(answers):
+        raise ValueError(f"{len(answers)} answers but {len(recs)} questions in the labels file; POPE pairs them by line order, so the counts must be equal")
+    truth = {}
+    for i, ((aw, a), (lw, q)) in enumerate(zip(answers, recs)):
+        if "label" not in q: raise ValueError(f"{lw}: no 'label'")
+        if "question" in a and not _same_question(a["question"], q.get("text")):
+            raise ValueError(f"{aw}: answers {a['question']!r} but {lw} asks {q.get('text')!r}; answers must be in the question file's order")
+        truth[i] = (_label(q["label"], lw), q.get("category", split), q.get("text"))
+    return truth
+
+def _truth_by_question_file(questions, labels) -> dict:
+    "question_id -> (label, category, text) for a question file without labels (LLaVA's): the k-th question of a split takes the label of the k-th question of that split's label file."
+    qrows = _rows(questions, "questions")
+    by_split: dict = {}
+    for split, recs in (_label_sets(labels) if labels is not None else []):
+        for where, q in recs:
+            cat = q.get("category", split)
+            if cat is None: raise ValueError(f"{where}: no 'category', and the file name names no split (random, popular, adversarial)")
+            by_split.setdefault(cat, []).append((where, q))
+    truth, used = {}, Counter()
+    for where, q in qrows:
+        qid, cat = q.get("question_id"), q.get("category")
+        if qid is None: raise ValueError(f"{where}: a question needs 'question_id'")
+        if qid in truth: raise ValueError(f"{where}: duplicate question_id {qid!r}")
+        if "label" in q: truth[qid] = (_label(q["label"], where), cat, q.get("text")); continue
+        if not by_split: raise ValueError(f"{where}: no 'label'; give POPE's label files as labels (--labels FILE or FOLDER)")
+        if cat not in by_split: raise ValueError(f"{where}: category {cat!r} has no label file (label files give {sorted(by_split)})")
+        k = used[cat]; used[cat] += 1
+        if k >= len(by_split[cat]): raise ValueError(f"{where}: question {k + 1} of split {cat!r}, but its label file has only {len(by_split[cat])}")
+        lw, lq = by_split[cat][k]
+        if not _same_question(q.get("text"), lq.get("text")) or q.get("image", lq.get("image")) != lq.get("image", q.get("image")):
+            raise ValueError(f"{where}: asks {q.get('text')!r} about {q.get('image')!r}, but question {k + 1} of the {cat} "
+                             f"label file ({lw}) asks {lq.get('text')!r} about {lq.get('image')!r}")
+        truth[qid] = (_label(lq["label"], lw), cat, q.get("text"))
+    for cat, recs in by_split.items():
+        if used[cat] != len(recs): raise ValueError(f"the {cat} label file has {len(recs)} questions, the question file {used[cat]}")
+    return truth
+
+# %% ../nbs/13_pope.ipynb #45b53704
+def score_pope(input_path: str | Path | Iterable[dict], # POPE answer file (JSON lines or array, optionally .gz), or its rows
                policy: str | None = None, # unparseable answers; default `DEFAULT_POLICY[parser]` ("positive" for POPE)
                parser: str = "pope", # "pope" (official first-sentence rule) or "final"
-               labels: str | Path | Iterable[dict] | None = None, # POPE question file with `label` per `question_id`
+               labels: str | Path | Iterable[dict] | None = None, # POPE question file(s) with `label`: a file, a folder, or rows
+               questions: str | Path | Iterable[dict] | None = None, # LLaVA-style question file: `question_id` -> `category`
                seed: int = 0, n_boot: int = 1000, # bootstrap CIs
                extractor: CachedModel | None = None # answer extractor, for policy "reask"
               ) -> dict:
-    "POPE metrics (%) of an answer file, overall and per category, as a JSON-serialisable dict."
+    "POPE metrics (%) of an answer file, overall, per category and averaged over categories, as a JSON-serialisable dict."
     policy = _policy(parser, policy)
-    truth: dict = {}
-    if labels is not None:
-        for where, q in _rows(labels, "labels"):
-            if "question_id" not in q or "label" not in q: raise ValueError(f"{where}: a question needs 'question_id' and 'label'")
-            if q["question_id"] in truth: raise ValueError(f"{where}: duplicate question_id {q['question_id']!r}")
-            truth[q["question_id"]] = (_label(q["label"], where), q.get("category"), q.get("text"))
+    answers = _rows(input_path, "answers")
+    with_id = sum("question_id" in a for _, a in answers)
+    if 0 < with_id < len(answers): raise ValueError("some answers have 'question_id' and some do not; give it on every row or on none")
+    by_order = bool(answers) and with_id == 0 and not all("label" in a for _, a in answers)
+    if questions is not None: truth, matched = _truth_by_question_file(questions, labels), "question file"
+    elif by_order:
+        if labels is None: raise ValueError("the answers have no question_id and no label: give the question file they follow, in order, as labels (--labels)")
+        truth, matched = _truth_by_order(answers, labels), "line order"
+    elif labels is not None: truth, matched = _truth_by_id(labels), "question_id"
+    else: truth, matched = {}, "inline"
     recs, seen = [], set()
-    for where, a in _rows(input_path, "answers"):
-        qid = a.get("question_id")
-        if qid is not None:
+    for i, (where, a) in enumerate(answers):
+        qid = i if by_order else a.get("question_id")
+        if qid is not None and not by_order:
             if qid in seen: raise ValueError(f"{where}: duplicate question_id {qid!r}")
-            seen.add(qid)
+        seen.add(qid)
         known = truth.get(qid)
         if "label" in a: label = _label(a["label"], where)
         elif known: label = known[0]
-        elif labels is not None: raise ValueError(f"{where}: question_id {qid!r} is not in the labels file")
+        elif truth: raise ValueError(f"{where}: question_id {qid!r} is not in the {'question' if questions is not None else 'labels'} file")
         else: raise ValueError(f"{where}: no 'label' field; pass the POPE question file as `labels` (--labels)")
         if known and known[0] != label:
             raise ValueError(f"{where}: label {label!r} disagrees with the labels file ({known[0]!r}) for question_id {qid!r}")
@@ -249,19 +339,22 @@ def score_pope(input_path: str | Path | Iterable[dict], # POPE answer file (JSON
         text = a.get("answer", a.get("text"))
         if error is None and not isinstance(text, str):
             raise ValueError(f"{where}: the model answer ('answer' or 'text') must be a string, got {text!r}")
-        category = a.get("category", known[1] if known else None)
         recs.append({"question_id": qid, "label": label, "raw": text if error is None else None,
-                     "error": None if error is None else str(error), "category": category,
-                     "question": a.get("prompt", known[2] if known else None)})
+                     "error": None if error is None else str(error), "category": a.get("category", known[1] if known else None),
+                     "question": a.get("prompt", a.get("question", known[2] if known else None))})
     if not recs: raise ValueError("no answers to score")
-    recs.sort(key=lambda r: str(r["question_id"]))   # bootstrap CIs independent of the file's order
+    recs.sort(key=lambda r: (str(r["category"]), str(r["question_id"])))   # bootstrap CIs independent of the file's order
     parsed = parse_answers([r["raw"] for r in recs], policy=policy, parser=parser, extractor=extractor,
                            questions=[r["question"] for r in recs])
     df = pd.DataFrame(recs)
     df["parsed"], df["parse_ok"] = [p.parsed for p in parsed], [p.parse_ok for p in parsed]
-    result = {"scorer": "pope", "parser": parser, "policy": policy, "seed": seed, "n_boot": n_boot,
+    result = {"scorer": "pope", "parser": parser, "policy": policy, "seed": seed, "n_boot": n_boot, "matched_by": matched,
               "units": "percent", "overall": _group_result(df, n_boot, seed)}
-    if labels is not None: result["unanswered"] = len(set(truth) - seen)
+    if truth: result["unanswered"] = len(set(truth) - seen)
     if df.category.notna().any():
-        result["by_category"] = {str(c): _group_result(g, n_boot, seed) for c, g in df.groupby(df.category.fillna("(none)").astype(str), sort=True)}
+        cats = {str(c): _group_result(g, n_boot, seed) for c, g in df.groupby(df.category.fillna("(none)").astype(str), sort=True)}
+        result["by_category"] = cats
+        if len(cats) > 1:
+            result["category_mean"] = {m: (None if any(c[m] is None for c in cats.values()) else round(sum(c[m] for c in cats.values()) / len(cats), 6))
+                                       for m in ("accuracy", "precision", "recall", "f1", "yes_ratio")}
     return result
