@@ -132,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--parser", default=None, help="pope: 'pope' (official first-sentence rule, default) or 'final'")
     c.add_argument("--labels", default=None, help="pope: question file with the label of each question_id")
     c.add_argument("--vocab", default=None, help="chair: 'coco' (default) or a JSON file {class: [synonyms]}")
-    c.add_argument("--seed", type=int, default=None, help="bootstrap seed")
+    c.add_argument("--questions", default=None, help="mmbench: the MMBench question TSV, joined on index (gold answers, options, categories; needed for LLaVA's answer JSONL); pope: LLaVA's llava_pope_test.jsonl (question_id -> category), labels from --labels FOLDER")
+    c.add_argument("--seed", type=int, default=None, help="seed of the bootstrap CIs; mmbench: also of the random fallback letter for answers no rule decides")
     c.add_argument("--table", action="store_true", help="also print a table")
     m = sub.add_parser("main", help="the main job: every sweep of params/default.yaml")
     m.add_argument("--workers", type=int, default=2)
@@ -146,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     try:
         if a.command == "score":
-            cmd_score(a.kind, a.input, a.table, policy=a.policy, parser=a.parser, labels=a.labels, vocab=a.vocab, seed=a.seed)
+            cmd_score(a.kind, a.input, a.table, policy=a.policy, parser=a.parser, labels=a.labels, vocab=a.vocab, questions=a.questions, seed=a.seed)
             return 0
         if a.command == "sweep":
             results = cmd_sweep(a.params, a.workers, a.executor, a.only, a.reports, a.scheduler, a.cache, not a.no_progress)

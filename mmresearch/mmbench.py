@@ -11,6 +11,7 @@ import json
 import re
 import string
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -23,11 +24,11 @@ from .metrics import mean_ci
 
 # %% auto #0
 __all__ = ['LETTERS', 'ROTATION_OFFSET', 'MMBENCH_PROMPT', 'HINT_LINE', 'REQUIRED_TSV_COLUMNS', 'EXTRACTOR_PROMPT', 'STEPS',
-           'MCItem', 'rotate', 'circular_passes', 'format_options', 'mc_prompt', 'mc_request', 'template_hash',
-           'MMBenchFormatError', 'TSVLoad', 'load_mmbench_tsv', 'write_mmbench_tsv', 'exact_letter', 'rule_choice',
-           'extractor_request', 'parse_extractor_reply', 'random_choice', 'extract_choices', 'item_results',
-           'accuracy_table', 'step_table', 'CircularResult', 'circular_eval', 'score_passes', 'mc_item',
-           'items_from_facts', 'score_predictions', 'score_mmbench']
+           'PREDICTION_SUFFIXES', 'MCItem', 'rotate', 'circular_passes', 'format_options', 'mc_prompt', 'mc_request',
+           'template_hash', 'MMBenchFormatError', 'TSVLoad', 'load_mmbench_tsv', 'write_mmbench_tsv', 'exact_letter',
+           'rule_choice', 'extractor_request', 'parse_extractor_reply', 'random_choice', 'extract_choices',
+           'item_results', 'accuracy_table', 'step_table', 'CircularResult', 'circular_eval', 'score_passes', 'mc_item',
+           'items_from_facts', 'read_questions', 'score_predictions', 'score_mmbench']
 
 # %% ../nbs/14_mmbench.ipynb #f8fcce85
 LETTERS = string.ascii_uppercase
@@ -40,7 +41,7 @@ class MCItem:
     question: str
     options: dict[str, str] # letter -> option text, letters A, B, ... without gaps
     answer: str # the gold letter
-    category: str
+    category: str | None # None when a predictions file has no categories
     image: ImageRef | None = None # None only for text-only items (e.g. predictions scored without images)
     hint: str | None = None
     l2_category: str | None = None
@@ -232,44 +233,69 @@ def write_mmbench_tsv(items: Sequence[MCItem], # items (and, if wanted, their ci
 # %% ../nbs/14_mmbench.ipynb #e52885e1
 _ARTICLE = re.compile(r"\s+[a-z]")
 _TOKEN = re.compile(r"(?<![A-Za-z0-9])\(?([A-Z])\)?(?![A-Za-z0-9])")
-_ANSWER_IS = re.compile(r"(?i:\banswer\b)(?:\s+(?i:is|would\s+be|should\s+be))?\s*[:：]?\s*(?i:option\s+)?\(?([A-Z])\)?(?![A-Za-z0-9])")
-_BARE = re.compile(r"\(?([A-Z])\)?[.:)]?")
+_ANSWER_IS = re.compile(r"(?i:\banswer\b)(?:\s+(?i:is|would\s+be|should\s+be))?\s*[:：]?\s*(?i:option\s+)?\(?([A-Za-z])\)?(?![A-Za-z0-9])")
+_OPTION_IS = re.compile(r"(?i:\b(?:option|choice)\s+)\(?([A-Za-z])\)?(?![A-Za-z0-9])")
+_HEDGE = re.compile(r"(?<![A-Za-z0-9])\(?([A-Z])\)?\s*,?\s*(?:or|and|/|&)\s*(?i:(?:option|choice)\s+)?\(?([A-Z])\)?(?![A-Za-z0-9])")
+_BARE = re.compile(r"\(?([A-Za-z])\)?[.:)]?")
 
 def exact_letter(text: str, letters: str) -> str | None:
-    "The letter when the whole answer is one of `letters` (`B`, `B.`, `(B)`, `B)`), else None."
+    "The letter when the whole answer is one of `letters`, in either case (`B`, `b`, `B.`, `(B)`, `B)`), else None."
     m = _BARE.fullmatch(text.strip().strip("*`'\" \n"))
-    return m.group(1) if m and m.group(1) in letters else None
+    return m.group(1).upper() if m and m.group(1).upper() in letters else None
+
+def _is_word(text: str, m: re.Match) -> bool:
+    "True when the matched 'A'/'I' (either case) is an article or pronoun: not bracketed and followed by a lowercase word."
+    return m.group(1) in "AIai" and not m.group(0).endswith(")") and bool(_ARTICLE.match(text, m.end()))
 
 def _letter_tokens(text: str, letters: str) -> list[str]:
-    "Option letters standing alone in `text`, skipping 'A'/'I' used as words."
-    out = []
-    for m in _TOKEN.finditer(text):
-        c = m.group(1)
-        if c in "AI" and not m.group(0).startswith("(") and _ARTICLE.match(text, m.end()): continue
-        if c in letters: out.append(c)
-    return out
+    "Capital option letters standing alone in `text`, skipping 'A'/'I' used as words."
+    return [m.group(1) for m in _TOKEN.finditer(text) if m.group(1) in letters and not _is_word(text, m)]
+
+def _stated(pattern: re.Pattern, text: str, letters: str,
+            words: bool = True) -> list[str]: # skip 'a'/'I' used as words (no need after "option")
+    "Letters (either case, returned upper-case) that `pattern` finds stated in `text`."
+    return [m.group(1).upper() for m in pattern.finditer(text) if m.group(1).upper() in letters and not (words and _is_word(text, m))]
 
 # %% ../nbs/14_mmbench.ipynb #3c661476
+_REFUSAL = re.compile(
+    r"(?i)\b(?:cannot|can\s*not|can't|can’t|unable\s+to|impossible\s+to|not\s+possible\s+to)\s+(?:be\s+)?"
+    r"(?:tell|determine|determined|answer|answered|say|know|identify|see|help|process|infer|decide)\b"
+    r"|\bwithout\s+(?:the|an|any|seeing\s+the)\s+image\b|\bnone\s+of\s+the\s+(?:options|choices|above)\b")
+
+def _option_pattern(text: str) -> str:
+    "Regex for an option text as whole words, case-insensitive use."
+    return rf"(?<![A-Za-z0-9]){re.escape(text)}(?![A-Za-z0-9])"
+
 def _text_matches(text: str, options: Mapping[str, str]) -> list[str]:
-    "Letters whose option text occurs in `text` as whole words, minus those inside another match."
-    low = text.lower()
-    hits = {k: v.strip().rstrip(".").lower() for k, v in options.items()
-            if v.strip().rstrip(".") and re.search(rf"(?<![a-z0-9]){re.escape(v.strip().rstrip('.').lower())}(?![a-z0-9])", low)}
-    return [k for k, v in hits.items() if not any(v != w and v in w for w in hits.values())]
+    "Letters whose option text stands alone in `text`: as whole words, somewhere not inside a longer option's match."
+    spans = {}
+    for k, v in options.items():
+        t = v.strip().rstrip(".")
+        if t: spans[k] = [m.span() for m in re.finditer(_option_pattern(t), text, flags=re.I)]
+    def inside_longer(s: tuple[int, int], k: str) -> bool:
+        return any(a <= s[0] and s[1] <= b and b - a > s[1] - s[0] for j, sp in spans.items() if j != k for a, b in sp)
+    return [k for k, sp in spans.items() if any(not inside_longer(s, k) for s in sp)]
+
+def _mask_options(text: str, options: Mapping[str, str]) -> str:
+    "`text` with every option text longer than one character replaced by the word 'it', so 'Vitamin C' is not read as C."
+    for v in sorted(options.values(), key=len, reverse=True):   # a word, not a blank: 'is a cat' stays 'a' + a word
+        if len(v.strip()) > 1: text = re.sub(_option_pattern(v.strip()), " it ", text, flags=re.I)
+    return text
 
 def rule_choice(text: str, # the model's free-form answer
-                options: Mapping[str, str]) -> tuple[str, str] | None: # letter -> option text
-    "(letter, rule) from the cheap rules — 'answer is X', a lone letter in the last line, one option's text — or None."
-    letters = "".join(options)
-    found = [m.group(1) for m in _ANSWER_IS.finditer(text) if m.group(1) in letters
-             and not (m.group(1) in "AI" and _ARTICLE.match(text, m.end()))]
-    if found: return found[-1], "answer_is"
-    lines = [l for l in text.strip().splitlines() if l.strip()]
-    last = lines[-1] if lines else ""
-    for v in sorted(options.values(), key=len, reverse=True):
-        if len(v.strip()) > 1: last = re.sub(re.escape(v.strip()), " ", last, flags=re.I)
-    if len(set(toks := _letter_tokens(last, letters))) == 1: return toks[0], "letter"
-    if len(hits := _text_matches(text, options)) == 1: return hits[0], "text"
+                options: Mapping[str, str], # letter -> option text
+                none_letter: str = "Z") -> tuple[str, str] | None: # the letter that means "no option"
+    "(letter, rule) from the cheap rules, or None when they cannot decide (then the extractor reads the answer)."
+    letters, masked = "".join(options), _mask_options(text, options)
+    said = letters + none_letter
+    if any(a != b and a in said and b in said for a, b in _HEDGE.findall(masked)): return None
+    if found := _stated(_ANSWER_IS, masked, said): return found[-1], "answer_is"
+    if found := _stated(_OPTION_IS, masked, said, words=False): return found[-1], "option"
+    texts = _text_matches(text, options)
+    if not texts and not _letter_tokens(masked, letters) and _REFUSAL.search(text): return none_letter, "refusal"
+    lines = [l for l in masked.strip().splitlines() if l.strip()]
+    if len(set(toks := _letter_tokens(lines[-1] if lines else "", said))) == 1: return toks[0], "letter"
+    if len(texts) == 1: return texts[0], "text"
     return None
 
 # %% ../nbs/14_mmbench.ipynb #cb0b8e71
@@ -308,7 +334,7 @@ STEPS = ("exact", "rule", "llm", "random", "skipped", "error")
 def extract_choices(passes: Sequence[MCItem], # circular passes (rotated items)
                     responses: Sequence[Response], # the model's responses, in the same order
                     extractor: CachedModel | None = None, # any backend, wrapped in the cache; None skips the LLM step
-                    none_letter: str = "Z", # extractor's "no option matches" letter; counts as wrong
+                    none_letter: str = "Z", # "no option" letter of the rules and the extractor; counts as wrong
                     tries: int = 3, # extractor attempts per answer before the random fallback
                     seed: int = 0) -> pd.DataFrame: # seeds the extractor's retries and the random fallback
     "One row per pass: the prediction, the step that resolved it, the chosen letter and whether it is correct."
@@ -323,10 +349,10 @@ def extract_choices(passes: Sequence[MCItem], # circular passes (rotated items)
                    n_options=p.n_options, gold=p.answer, prediction=r.text, error=r.error.kind if r.error else None,
                    step=None, rule=None, choice=None, llm_tries=0)
         if r.error: row["step"] = "error"
-        elif (c := exact_letter(r.text, p.letters)): row.update(step="exact", choice=c)
-        elif (rc := rule_choice(r.text, p.options)): row.update(step="rule", choice=rc[0], rule=rc[1])
+        elif (c := exact_letter(r.text, p.letters + none_letter)): row.update(step="exact", choice=c)
+        elif (rc := rule_choice(r.text, p.options, none_letter)): row.update(step="rule", choice=rc[0], rule=rc[1])
         rows.append(row)
-    settled = {row["index"] for row in rows if row["step"] == "error" or (row["choice"] and row["choice"] != row["gold"])}
+    settled = {row["index"] for row in rows if row["choice"] and row["choice"] != row["gold"]}
     pending: dict[int, list[int]] = {}
     for j, row in enumerate(rows):
         if row["step"] is None: pending.setdefault(row["rotation"], []).append(j)
@@ -353,18 +379,18 @@ def extract_choices(passes: Sequence[MCItem], # circular passes (rotated items)
 
 # %% ../nbs/14_mmbench.ipynb #c20b0748
 def item_results(answers: pd.DataFrame) -> pd.DataFrame:
-    "One row per item from `extract_choices` rows: vanilla and circular correctness and the passes resolved by each step."
-    a = answers.assign(_right=answers.correct.fillna(False).astype(bool), _error=answers.step.eq("error"))
+    "One row per item: vanilla and circular correctness (right when every pass present is right), missing passes, steps."
+    a = answers.assign(_wrong=answers.correct.eq(False).fillna(False).astype(bool), _error=answers.step.eq("error"))
     g = a.groupby("index", sort=True)
     out = g.agg(category=("category", "first"), l2_category=("l2_category", "first"), n_options=("n_options", "first"),
-                n_passes=("pass_id", "size"), _right=("_right", "sum"), _error=("_error", "any"))
+                n_passes=("pass_id", "size"), _wrong=("_wrong", "any"), _error=("_error", "any"))
+    out["n_missing"] = out.n_options - out.n_passes
     out["vanilla"] = a[a.rotation == 0].set_index("index").correct.reindex(out.index).astype("boolean")
-    complete = (out.n_passes == out.n_options) & ~out._error
-    out["circular"] = pd.array(out._right == out.n_options, dtype="boolean")
-    out.loc[~complete, "circular"] = pd.NA
+    out["circular"] = pd.array(~out._wrong, dtype="boolean")
+    out.loc[out._error & ~out._wrong, "circular"] = pd.NA
     steps = pd.crosstab(a["index"], a.step).reindex(index=out.index, columns=list(STEPS), fill_value=0)
     out[[f"n_{s}" for s in STEPS]] = steps.to_numpy()
-    return out.drop(columns=["_right", "_error"]).reset_index()
+    return out.drop(columns=["_wrong", "_error"]).reset_index()
 
 # %% ../nbs/14_mmbench.ipynb #b5bd92ac
 def accuracy_table(items: pd.DataFrame, # `item_results` rows
@@ -405,7 +431,9 @@ def _summary(items: pd.DataFrame, table: pd.DataFrame, steps: pd.DataFrame, **ex
         return {"accuracy": _num(r.accuracy), "ci95": [_num(r.ci_low), _num(r.ci_high)], "n": int(r.n), "unscored": int(r.unscored)}
     cats = sorted(table[table.by == "category"].group.unique())
     return {"n_items": int(len(items)), "n_passes": int(steps.n.sum()),
-            "circular": acc("circular"), "vanilla": acc("vanilla"),
+            "circular": {**acc("circular"), "items_with_missing_passes": int((items.n_missing > 0).sum()),
+                         "rule": "an item is right when every pass present is right"},
+            "vanilla": acc("vanilla"),
             "by_category": {c: {"circular": acc("circular", "category", c), "vanilla": acc("vanilla", "category", c)} for c in cats},
             "steps": {s: {"n": int(n), "share": _num(sh)} for s, n, sh in zip(steps.step, steps.n, steps.share)},
             "table": [{k: (_num(v) if isinstance(v, float) else v.item() if hasattr(v, "item") else v) for k, v in r.items()}
@@ -473,31 +501,107 @@ def items_from_facts(facts: Iterable[Mapping], # each: question, answer, pool, c
     return out
 
 # %% ../nbs/14_mmbench.ipynb #169974c4
-def _prediction_rows(src: str | Path | pd.DataFrame) -> tuple[str, list[dict]]:
-    "(name for errors, row dicts) from a JSONL path or a DataFrame."
-    if isinstance(src, pd.DataFrame):
-        return "<DataFrame>", [{k: v for k, v in r.items() if not (isinstance(v, float) and v != v)} for r in src.to_dict("records")]
-    path, rows = Path(src), []
+PREDICTION_SUFFIXES = (".jsonl", ".xlsx", ".tsv", ".csv")
+
+def _blank(v: Any) -> bool:
+    "True for a missing cell: None, NaN, or empty / 'nan' text."
+    return v is None or (isinstance(v, float) and v != v) or (isinstance(v, str) and v.strip() in _MISSING)
+
+def _read_jsonl(path: Path) -> list[dict]:
+    "Row dicts of a JSONL file, each with its line number as `_line`."
     try: lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as e: raise MMBenchFormatError(f"{path}: cannot read predictions: {e}") from e
+    rows = []
     for n, line in enumerate(lines, start=1):
         if not line.strip(): continue
         try: r = json.loads(line)
         except json.JSONDecodeError as e: raise MMBenchFormatError(f"{path}: line {n}: not valid JSON ({e.msg})") from e
         if not isinstance(r, dict): raise MMBenchFormatError(f"{path}: line {n}: expected a JSON object")
+        if "question_id" in r and "text" in r and "prediction" not in r:      # LLaVA's answer file
+            r = {"index": r["question_id"], "prediction": r["text"]}
         rows.append({**r, "_line": n})
-    return str(path), rows
+    return rows
 
+def _read_table(path: Path) -> list[dict]:
+    "Row dicts of an xlsx / TSV / CSV file (every cell as text, `image` left out), each with its data row as `_row`."
+    read = {".xlsx": pd.read_excel, ".tsv": partial(pd.read_csv, sep="\t"), ".csv": pd.read_csv}[path.suffix.lower()]
+    try: df = read(path, dtype=str, keep_default_na=False, na_values=[], usecols=lambda c: c != "image")
+    except (OSError, ValueError, ImportError, UnicodeDecodeError, pd.errors.ParserError) as e:
+        raise MMBenchFormatError(f"{path}: cannot read as a {path.suffix} predictions table: {e}") from e
+    return [{**r, "_row": n} for n, r in enumerate(df.to_dict("records"), start=1)]
+
+def _where(name: str, r: Mapping, i: int) -> str:
+    "Where a row is, for messages: its line, data row or position."
+    return f"{name}: line {r['_line']}" if "_line" in r else f"{name}: data row {r['_row']}" if "_row" in r else f"{name}: row {i}"
+
+def _as_index(v: Any) -> int:
+    "A row's `index` as an int; ValueError when it is not a non-negative integer."
+    if isinstance(v, float) and v.is_integer(): v = int(v)
+    if isinstance(v, str) and v.strip().isdigit(): v = int(v)
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0: raise ValueError(f"index {v!r} is not a non-negative integer")
+    return int(v)
+
+# %% ../nbs/14_mmbench.ipynb #169974c5
+def read_questions(path: str | Path) -> dict[int, dict]:
+    "MMBench question TSV rows by index (text columns only; images are not read), for joining with answers."
+    path = Path(path)
+    try: df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, na_values=[], usecols=lambda c: c != "image")
+    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as e:
+        raise MMBenchFormatError(f"{path}: cannot read as an MMBench question TSV: {e}") from e
+    missing = [c for c in ("index", "question", "answer", "A", "B") if c not in df.columns]
+    if missing: raise MMBenchFormatError(f"{path}: missing column(s) {missing}; found {list(df.columns)}")
+    out = {}
+    for n, r in enumerate(df.to_dict("records"), start=1):
+        try: idx = _as_index(r["index"])
+        except ValueError as e: raise MMBenchFormatError(f"{path}: data row {n}: {e}") from e
+        if idx in out: raise MMBenchFormatError(f"{path}: data row {n}: duplicate index {idx}")
+        out[idx] = {k: v for k, v in r.items() if k != "index"}
+    return out
+
+def _join(rows: list[dict], name: str, questions: Mapping[int, dict], qname: str) -> list[dict]:
+    "Prediction rows with the question, options, gold answer and category taken from the question TSV."
+    out = []
+    for i, r in enumerate(rows):
+        loc = _where(name, r, i)
+        try: idx = _as_index(r.get("index"))
+        except ValueError as e: raise MMBenchFormatError(f"{loc}: {e}") from e
+        if idx not in questions: raise MMBenchFormatError(f"{loc}: index {idx} is not in the question file {qname}")
+        q = questions[idx]
+        if not _blank(r.get("answer")) and str(r["answer"]).strip() != q["answer"].strip():
+            raise MMBenchFormatError(f"{loc}: gold answer {r['answer']!r} differs from {q['answer']!r} in {qname}")
+        keep = {k: v for k, v in r.items() if k not in q and k not in LETTERS and k != "options"}
+        out.append({**q, **keep, "index": idx})
+    return out
+
+def _prediction_rows(src: str | Path | pd.DataFrame, # predictions file or DataFrame
+                     questions: str | Path | None = None) -> tuple[str, list[dict], dict]: # question TSV to join on index
+    "(name for errors, row dicts, provenance) from a predictions file or DataFrame, joined to a question TSV if given."
+    if isinstance(src, pd.DataFrame):
+        name, rows = "<DataFrame>", [{k: (None if _blank(v) else v) for k, v in r.items()} for r in src.to_dict("records")]
+    else:
+        path = Path(src)
+        if path.suffix.lower() not in PREDICTION_SUFFIXES:
+            raise MMBenchFormatError(f"{path}: unknown predictions format {path.suffix!r}; expected one of {PREDICTION_SUFFIXES}")
+        name, rows = str(path), _read_jsonl(path) if path.suffix.lower() == ".jsonl" else _read_table(path)
+    if not rows: raise MMBenchFormatError(f"{name}: no prediction rows")
+    if questions is None: return name, rows, {"source": name}
+    q = read_questions(questions)
+    rows = _join(rows, name, q, str(questions))
+    unanswered = sorted(set(q) - {r["index"] for r in rows})
+    return name, rows, {"source": name, "questions": str(questions),
+                        "questions_without_prediction": {"n": len(unanswered), "first": unanswered[:10]}}
+
+# %% ../nbs/14_mmbench.ipynb #169974c6
 def _pass_from_row(r: Mapping) -> tuple[MCItem, Response]:
     "One pass and its response from a prediction row; ValueError on bad fields."
-    for k in ("index", "question", "answer", "prediction", "category"):
-        if k not in r: raise ValueError(f"missing field {k!r}")
-    idx = r["index"]
-    if isinstance(idx, float) and idx.is_integer(): idx = int(idx)
-    if isinstance(idx, str) and idx.strip().isdigit(): idx = int(idx)
-    if not isinstance(idx, (int, np.integer)) or isinstance(idx, bool) or idx < 0: raise ValueError(f"index {idx!r} is not a non-negative integer")
+    for k in ("index", "question", "answer"):
+        if _blank(r.get(k)):
+            raise ValueError(f"missing field {k!r}" + ("" if k == "index" else
+                             " (files without gold answers, like LLaVA's answer JSONL, need the question TSV: questions= / --questions)"))
+    if "prediction" not in r: raise ValueError("missing field 'prediction'")
+    idx = _as_index(r["index"])
     k = r.get("rotation")
-    if k is None: base, k = idx % ROTATION_OFFSET, idx // ROTATION_OFFSET
+    if _blank(k): base, k = idx % ROTATION_OFFSET, idx // ROTATION_OFFSET
     else:
         k = int(k)
         if idx >= ROTATION_OFFSET and idx // ROTATION_OFFSET != k: raise ValueError(f"index {idx} says rotation {idx // ROTATION_OFFSET} but rotation is {k}")
@@ -505,27 +609,27 @@ def _pass_from_row(r: Mapping) -> tuple[MCItem, Response]:
     opts = r.get("options")
     if opts is None: opts = {c: r[c] for c in LETTERS if c in r}
     if not isinstance(opts, Mapping): raise ValueError("options must be an object of letter -> text")
-    opts = {c: str(v).strip() for c, v in opts.items() if v is not None and str(v).strip() not in _MISSING}
-    hint = r.get("hint")
-    hint = None if hint is None or str(hint).strip() in _MISSING else str(hint)
-    l2 = r.get("l2-category", r.get("l2_category"))
-    item = MCItem(base + k * ROTATION_OFFSET, str(r["question"]), opts, str(r["answer"]).strip(), str(r["category"]),
-                  None, hint, None if l2 is None else str(l2))
+    opts = {c: str(v).strip() for c, v in opts.items() if not _blank(v)}
+    text = lambda v: None if _blank(v) else str(v)
+    item = MCItem(base + k * ROTATION_OFFSET, str(r["question"]), opts, str(r["answer"]).strip(), text(r.get("category")),
+                  None, text(r.get("hint")), text(r.get("l2-category", r.get("l2_category"))))
     pred = r["prediction"]
-    resp = Response.failed("model", "no prediction in input") if pred is None else Response(str(pred))
+    resp = Response.failed("model", "no prediction in input") if _blank(pred) else Response(str(pred))
     return item, resp
 
 # %% ../nbs/14_mmbench.ipynb #78a52490
-def score_predictions(src: str | Path | pd.DataFrame, # predictions JSONL (columns above) or a DataFrame of the same
+def score_predictions(src: str | Path | pd.DataFrame, # predictions: JSONL, VLMEvalKit xlsx/TSV/CSV, LLaVA answers, or a DataFrame
                       extractor: CachedModel | None = None, # LLM extractor through the cache; None: rules then random
-                      none_letter: str = "Z", tries: int = 3, seed: int = 0,
-                      n_boot: int = 1000) -> tuple[dict, pd.DataFrame]:
+                      none_letter: str = "Z", tries: int = 3,
+                      seed: int = 0, # seeds the random fallback, the extractor's retry sampling and the bootstrap
+                      n_boot: int = 1000,
+                      questions: str | Path | None = None, # MMBench question TSV: gold answers, options, categories by index
+                      ) -> tuple[dict, pd.DataFrame]:
     "Score predictions made elsewhere: (JSON-serialisable metrics dict, per-pass DataFrame)."
-    name, raw = _prediction_rows(src)
-    if not raw: raise MMBenchFormatError(f"{name}: no prediction rows")
+    name, raw, provenance = _prediction_rows(src, questions)
     passes, responses, where, gold_text = [], [], {}, {}
     for i, r in enumerate(raw):
-        loc = f"{name}: line {r['_line']}" if "_line" in r else f"{name}: row {i}"
+        loc = _where(name, r, i)
         try: item, resp = _pass_from_row(r)
         except (ValueError, TypeError) as e: raise MMBenchFormatError(f"{loc}: {e}") from e
         if item.index in where: raise MMBenchFormatError(f"{loc}: pass {item.rotation} of item {item.base_index} already given at {where[item.index]}")
@@ -535,11 +639,14 @@ def score_predictions(src: str | Path | pd.DataFrame, # predictions JSONL (colum
             raise MMBenchFormatError(f"{loc}: gold option {item.gold_text!r} differs from {g[0]!r} given for item {item.base_index} at {g[1]}")
         where[item.index] = loc
         passes.append(item); responses.append(resp)
-    result = score_passes(passes, responses, extractor, none_letter, tries, seed, n_boot, source=name)
+    result = score_passes(passes, responses, extractor, none_letter, tries, seed, n_boot, **provenance)
     return result.metrics, result.answers
 
 # %% ../nbs/14_mmbench.ipynb #e6cc6710
-def score_mmbench(input_path: str | Path, # predictions JSONL (columns above)
-                  none_letter: str = "Z", seed: int = 0, n_boot: int = 1000) -> dict:
+def score_mmbench(input_path: str | Path, # predictions: JSONL, VLMEvalKit xlsx/TSV/CSV, or LLaVA's answer JSONL
+                  questions: str | Path | None = None, # MMBench question TSV to join on index (needed for LLaVA's answers)
+                  none_letter: str = "Z",
+                  seed: int = 0, # seeds the random fallback letter (answers no rule decides) and the bootstrap CIs
+                  n_boot: int = 1000) -> dict:
     "CircularEval metrics of a predictions file (rules then seeded random choice; no LLM extractor), as JSON."
-    return score_predictions(input_path, none_letter=none_letter, seed=seed, n_boot=n_boot)[0]
+    return score_predictions(input_path, none_letter=none_letter, seed=seed, n_boot=n_boot, questions=questions)[0]
