@@ -45,8 +45,9 @@ class FakeChatServer:
     "A threaded OpenAI-compatible chat server on 127.0.0.1 with prompt-driven fault injection."
     def __init__(self,
                  answer: Callable[[dict], str] = default_answer, # maps a request body to the reply text
-                 latency_s: float = 0.0): # added to every request before answering
-        self.answer, self.latency_s = answer, latency_s
+                 latency_s: float = 0.0, # added to every request before answering
+                 require_key: str | None = None): # when set, any other key gets a 401 that echoes the key sent
+        self.answer, self.latency_s, self.require_key = answer, latency_s, require_key
         self.calls = 0               # HTTP requests received on the completions route
         self.completed = 0           # answered with 200 and a well-formed body
         self.answered: list[str] = []  # prompt text of every request answered with 200 and a well-formed body
@@ -90,6 +91,9 @@ class FakeChatServer:
             self._attempts[key] += 1
             attempt = self._attempts[key]
         delay = self.latency_s
+        if self.require_key is not None and auth != f"Bearer {self.require_key}":
+            status, data, headers = _error_reply(401, auth, None)
+            return status, data, delay, headers
         for m in _MARKER.finditer(text):
             if m["times"] and attempt > int(m["times"]): continue
             if m["delay"]: delay += float(m["delay"])

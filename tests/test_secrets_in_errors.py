@@ -1,6 +1,7 @@
 """A server that echoes the API key in its 401 body: the key reaches no Response, no exception and no byte of the cache."""
 import secrets
 import traceback
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +64,23 @@ def test_exception_from_the_client_is_redacted(monkeypatch):
     with pytest.raises(RuntimeError, match=rf"ValueError: bad header: Authorization: Bearer \[REDACTED:{KEY_VAR}\]") as caught:
         model.generate([Request([user("x")])])
     assert KEY not in "".join(traceback.format_exception(caught.value))
+
+
+def test_wrong_key_in_a_sweep_reaches_no_report_or_cache_file(tmp_path, monkeypatch):
+    "The reported case: a sweep run with a wrong key against a server that echoes it in every 401 body."
+    from mmresearch.sweep import run_sweep
+    wrong = "sk-wrong-" + secrets.token_hex(16)
+    monkeypatch.setenv(KEY_VAR, wrong)
+    smoke = Path(__file__).resolve().parents[1]/"nbs"/"experiments"/"smoke.ipynb"
+    with FakeChatServer(require_key="sk-right-" + secrets.token_hex(16)) as srv:
+        params = tmp_path/"wrong_key.yaml"
+        params.write_text(f"notebook: {smoke}\nfixed: {{model: 'openai:fake', base_url: '{srv.base_url}', "
+                          f"api_key_env: {KEY_VAR}, n_samples: 2}}\n")
+        res = run_sweep(params, workers=1, reports_dir=tmp_path/"reports", cache_path=tmp_path/"cache"/"c.sqlite", progress=False)
+    assert srv.statuses[401] == 2 and srv.completed == 0, srv.statuses   # every call refused, the key echoed each time
+    files = [p for d in (tmp_path/"reports", tmp_path/"cache") for p in d.rglob("*") if p.is_file()]
+    names = {p.name for p in files}
+    assert {"run.ipynb", "run.html", "samples.parquet", "c.sqlite"} <= names, (names, res.describe())
+    assert [str(p) for p in files if wrong.encode() in p.read_bytes()] == []
+    log = ResponseCache(tmp_path/"cache"/"c.sqlite").error_log()
+    assert len(log) == 2 and all(e["message"].endswith(f"Incorrect API key provided: [REDACTED:{KEY_VAR}]") for e in log)
