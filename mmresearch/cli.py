@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--input", required=True, help="predictions.jsonl")
     c.add_argument("--policy", default=None, help="unparseable yes/no answers: negative, positive, exclude (haleval-disc, pope)")
     c.add_argument("--parser", default=None, help="pope: 'pope' (official first-sentence rule, default) or 'final'")
-    c.add_argument("--labels", default=None, help="pope: question file with the label of each question_id")
+    c.add_argument("--labels", default=None, help="pope: POPE question file (or a folder of them, e.g. coco_pope_*.json) with the labels; answers match it by question_id, or by line order when they have none")
     c.add_argument("--vocab", default=None, help="chair: 'coco' (default) or a JSON file {class: [synonyms]}")
     c.add_argument("--questions", default=None, help="mmbench: the MMBench question TSV, joined on index (gold answers, options, categories; needed for LLaVA's answer JSONL); pope: LLaVA's llava_pope_test.jsonl (question_id -> category), labels from --labels FOLDER")
     c.add_argument("--seed", type=int, default=None, help="seed of the bootstrap CIs; mmbench: also of the random fallback letter for answers no rule decides")
