@@ -25,6 +25,7 @@ SCORERS: dict[str, str] = {
     "pope": "mmresearch.pope:score_pope",
     "chair": "mmresearch.haleval:score_chair",
     "mmbench": "mmresearch.mmbench:score_mmbench",
+    "amber": "mmresearch.amber:score_amber",
 }
 
 def get_scorer(name: str) -> Callable[..., dict]:
