@@ -66,7 +66,7 @@ class ResponseCache:
         if self._conn is None or self._pid != os.getpid():  # a forked child opens its own connection
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
+            _set_wal(conn, self.busy_timeout_s)
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.executescript(_SCHEMA)
             if not _has_digest(conn): _add_digests(conn)
@@ -130,6 +130,15 @@ def _dumps(d: dict) -> str: return json.dumps(d, separators=(",", ":"))
 def _loads(s: str | bytes) -> dict: return json.loads(s)
 
 # %% ../nbs/01_cache.ipynb #abc7db97
+def _set_wal(conn: sqlite3.Connection, timeout_s: float) -> None:
+    "Switch to WAL, retrying: processes that open a new file together race for it, and SQLite fails the losers at once."
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try: conn.execute("PRAGMA journal_mode=WAL"); return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline: raise
+            time.sleep(0.01)
+
 def _has_digest(conn: sqlite3.Connection) -> bool:
     "Whether the `responses` table has its `digest` column (caches written before checksums lack it)."
     return any(col[1] == "digest" for col in conn.execute("PRAGMA table_info(responses)"))

@@ -1,4 +1,5 @@
-"""A run killed with SIGKILL loses only its in-flight requests; re-running asks nothing that was finished."""
+"""A run killed with SIGKILL loses only its in-flight requests; re-running asks nothing that was finished. Processes that
+create one cache file at once all succeed."""
 import os
 import signal
 import subprocess
@@ -7,7 +8,7 @@ import textwrap
 import time
 
 from mmresearch.cache import CachedModel, ResponseCache
-from mmresearch.core import Request, user
+from mmresearch.core import Request, Response, user
 from mmresearch.fakeserver import FakeChatServer
 from mmresearch.models import OpenAIChatModel
 
@@ -57,3 +58,24 @@ def test_sigkill_then_resume(tmp_path):
     assert resumed.stats.hits == finished and resumed.stats.calls == N - finished
     assert len(asked_again) == N - finished                      # zero repeated calls for finished requests
     assert len(ResponseCache(db)) == N
+
+
+def _open_and_write(path: str, lo: int, hi: int) -> str:
+    "Open the cache at `path` (maybe being created by another process this instant) and write keys lo..hi-1."
+    try:
+        cache = ResponseCache(path)
+        for i in range(lo, hi, 5): cache.put_many((f"k{j}", "m", f"r{j}", Response(f"v{j}")) for j in range(i, min(i + 5, hi)))
+        return "ok"
+    except Exception as e: return f"{type(e).__name__}: {e}"
+
+
+def test_processes_creating_one_cache_at_once_all_succeed(tmp_path):
+    "Four processes open a new file together, 200 times: the switch to WAL used to fail some of them with 'database is locked'."
+    import multiprocessing as mp
+    failures = []
+    with mp.get_context("fork").Pool(4) as pool:
+        for n in range(200):
+            db = str(tmp_path/f"c{n}.sqlite")
+            failures += [r for r in pool.starmap(_open_and_write, [(db, 0, 30), (db, 20, 50), (db, 40, 70), (db, 60, 90)]) if r != "ok"]
+            assert len(ResponseCache(db)) == 90 or failures
+    assert failures == []
