@@ -132,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--policy", default=None, help="unparseable yes/no answers: negative, positive, exclude (haleval-disc, pope)")
     c.add_argument("--parser", default=None, help="pope: 'pope' (official first-sentence rule, default) or 'final'")
     c.add_argument("--labels", default=None, help="pope: POPE question file (or a folder of them, e.g. coco_pope_*.json) with the labels; answers match it by question_id, or by line order when they have none")
-    c.add_argument("--vocab", default=None, help="chair: 'coco' (default) or a JSON file {class: [synonyms]}")
+    c.add_argument("--vocab", default=None, help="chair: 'coco' (default), or a file: with --matching ours a JSON {class: [synonyms]}, with --matching tool a synonyms.txt in the CHAIR tool's format")
+    c.add_argument("--matching", default=None, choices=["ours", "tool"], help="chair: 'ours' (default, metrics.chair) or 'tool' (the standard CHAIR tool's vocabulary and matching, which reproduces its overall_metrics)")
     c.add_argument("--questions", default=None, help="mmbench: the MMBench question TSV, joined on index (gold answers, options, categories; needed for LLaVA's answer JSONL); pope: LLaVA's llava_pope_test.jsonl (question_id -> category), labels from --labels FOLDER")
     c.add_argument("--seed", type=int, default=None, help="seed of the bootstrap CIs; mmbench: also of the random fallback letter for answers no rule decides")
     c.add_argument("--table", action="store_true", help="also print a table")
@@ -148,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     try:
         if a.command == "score":
-            cmd_score(a.kind, a.input, a.table, policy=a.policy, parser=a.parser, labels=a.labels, vocab=a.vocab, questions=a.questions, seed=a.seed)
+            cmd_score(a.kind, a.input, a.table, policy=a.policy, parser=a.parser, labels=a.labels, vocab=a.vocab, matching=a.matching, questions=a.questions, seed=a.seed)
             return 0
         if a.command == "sweep":
             results = cmd_sweep(a.params, a.workers, a.executor, a.only, a.reports, a.scheduler, a.cache, not a.no_progress)

@@ -137,23 +137,57 @@ def score_disc(rows, # a JSONL path, or dicts with sample_id, caption_type, answ
             "metrics": table.drop(columns=["policy"]).to_dict(orient="records")}
 
 # %% ../nbs/12_haleval.ipynb #1fc3d61c
-def score_chair(rows, # a JSONL path, or dicts with caption, objects, and optionally references, id
-                vocab: str = "coco", # "coco" or a JSON file of {class: [synonyms]}
-                seed: int = 0, n_boot: int = 1000) -> dict:
-    "CHAIR_i, CHAIR_s, object recall and mean length with CIs for captions made elsewhere."
+def _object_vocab(vocab: str): # "coco" or a JSON file of {class: [synonyms]}
+    "Our object vocabulary for CHAIR; a file that cannot be used is an error naming it."
     import json
-    from mmresearch.metrics import ObjectVocab, chair, chair_metrics
-    rows = read_jsonl(rows) if isinstance(rows, (str, Path)) else list(rows)
+    from mmresearch.metrics import ObjectVocab
+    if vocab == "coco":
+        from mmresearch.datasets import coco_vocab
+        return coco_vocab()
+    try: spec = json.loads(Path(vocab).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"vocabulary file {vocab}: not a readable JSON file of {{class: [synonyms]}} ({e}); "
+                         "a synonyms.txt in the CHAIR tool's format needs matching='tool'") from e
+    if not isinstance(spec, dict) or not spec: raise ValueError(f"vocabulary file {vocab}: expected a JSON object {{class: [synonyms]}}")
+    try: return ObjectVocab(spec)
+    except (ValueError, TypeError) as e: raise ValueError(f"vocabulary file {vocab}: {e}") from e
+
+def _chair_input(rows) -> tuple[list[dict], dict | None]:
+    "The rows of a chair input and, for a CHAIR tool output file, its own CHAIRs / CHAIRi."
+    import json
+    if not isinstance(rows, (str, Path)): return list(rows), None
+    if Path(rows).suffix == ".json":
+        from mmresearch.chair_tool import read_chair_output
+        table, overall = read_chair_output(rows)
+        return ([{"id": i, "caption": c, "objects": g} for i, c, g in zip(table["id"], table["caption"], table["gt"])],
+                {k: overall[k] for k in ("CHAIRs", "CHAIRi") if k in overall})
+    return read_jsonl(rows), None
+
+def score_chair(rows, # a JSONL path, a CHAIR tool output JSON, or dicts with caption, objects, and optionally references, id
+                vocab: str = "coco", # ours: "coco" or a JSON file {class: [synonyms]}; tool: "coco" or a synonyms.txt
+                matching: str = "ours", # "ours" (`metrics.chair`) or "tool" (the standard CHAIR tool's, `chair_tool`)
+                seed: int = 0, n_boot: int = 1000) -> dict:
+    "CHAIR_i, CHAIR_s, object recall and mean length with CIs for captions made elsewhere, by our matching or the tool's."
+    from mmresearch.metrics import chair, chair_metrics
+    from mmresearch.chair_tool import ChairTool, score, tool_metrics
+    if matching not in ("ours", "tool"): raise ValueError(f"matching must be 'ours' or 'tool', got {matching!r}")
+    rows, published = _chair_input(rows)
     for k, r in enumerate(rows):
         for col in ("caption", "objects"):
             if col not in r: raise ValueError(f"chair input line {k + 1} has no {col!r} field")
-    if vocab == "coco":
-        from mmresearch.datasets import coco_vocab
-        object_vocab = coco_vocab()
-    else: object_vocab = ObjectVocab(json.loads(open(vocab).read()))
-    per = chair([r["caption"] for r in rows], [r["objects"] for r in rows], object_vocab,
-                [r.get("references", []) for r in rows], [r.get("id", k) for k, r in enumerate(rows)])
-    return {"vocab": vocab, "n": len(rows), "metrics": chair_metrics(per, n_boot=n_boot, seed=seed).to_dict(orient="records")}
+    ids = [r.get("id", k) for k, r in enumerate(rows)]
+    if matching == "tool":
+        tool = ChairTool.from_file(None if vocab == "coco" else vocab)
+        truth = [list(r["objects"]) + [c for ref in r.get("references", []) for _, c in tool.mentions(ref)] for r in rows]
+        per = score(tool, [r["caption"] for r in rows], truth, ids)
+    else:
+        per = chair([r["caption"] for r in rows], [r["objects"] for r in rows], _object_vocab(vocab),
+                    [r.get("references", []) for r in rows], ids)
+    out = {"matching": matching, "vocab": vocab, "n": len(rows),
+           "metrics": chair_metrics(per, n_boot=n_boot, seed=seed).to_dict(orient="records"),
+           "overall_metrics": tool_metrics(per)}
+    if published is not None: out["published_overall_metrics"] = published
+    return out
 
 # %% ../nbs/12_haleval.ipynb #f377f8fd
 def compare_disc(rows_a: pd.DataFrame, rows_b: pd.DataFrame, # two runs of `run_discriminative` on the same samples
