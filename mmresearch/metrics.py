@@ -17,9 +17,10 @@ from scipy import stats
 # %% auto #0
 __all__ = ['BINARY_METRICS', 'N_CODES', 'CORRELATIONS', 'MENTION_FOLLOWERS', 'yes_no_codes', 'binary_codes',
            'metrics_from_counts', 'binary_metrics', 'bootstrap_indices', 'bootstrap_counts', 'percentile_ci',
-           'binary_report', 'metrics_by', 'wide_table', 'mcnemar', 'compare_conditions', 'ratio_ci', 'mean_ci',
-           'correlation', 'correlation_table', 'auroc', 'rouge_l', 'bleu4', 'corpus_bleu4', 'plural_forms',
-           'ObjectVocab', 'chair', 'chair_metrics']
+           'cluster_index', 'cluster_totals', 'cluster_bootstrap_sums', 'binary_report', 'metrics_by', 'wide_table',
+           'mcnemar', 'paired_sample_size', 'paired_mde', 'compare_conditions', 'ratio_ci', 'mean_ci', 'correlation',
+           'correlation_table', 'auroc', 'rouge_l', 'bleu4', 'corpus_bleu4', 'plural_forms', 'ObjectVocab', 'chair',
+           'chair_metrics']
 
 # %% ../nbs/11_metrics.ipynb #56e6c2d4
 _YN = {"yes": 1, "no": 0, "true": 1, "false": 0, "1": 1, "0": 0, "1.0": 1, "0.0": 0}
@@ -109,8 +110,19 @@ def bootstrap_indices(n: int, # rows in the data
 
 def bootstrap_counts(codes: np.ndarray, # small non-negative integer code per row
                      n_codes: int, # codes are < n_codes
-                     n_boot: int = 1000, seed: int = 0) -> np.ndarray:
+                     n_boot: int = 1000, seed: int = 0,
+                     cluster=None # cluster id per row: resample whole clusters (see below); None: rows are independent
+                    ) -> np.ndarray:
     "(n_boot, n_codes) counts of each code in each bootstrap resample."
+    codes = np.asarray(codes)
+    if len(codes) == 0: raise ValueError("cannot bootstrap an empty sample")
+    if cluster is not None:                  # per-cluster counts of the codes present, resampled by cluster
+        ids = cluster_index(cluster, len(codes))
+        present, compact = np.unique(codes, return_inverse=True)
+        per = np.bincount(ids * len(present) + compact, minlength=(int(ids.max()) + 1) * len(present))
+        out = np.zeros((n_boot, n_codes), dtype=np.int64)
+        out[:, present] = np.rint(cluster_bootstrap_sums(per.reshape(-1, len(present)), n_boot, seed))
+        return out
     blocks = []
     for idx in bootstrap_indices(len(codes), n_boot, seed):
         b = len(idx)
@@ -128,6 +140,40 @@ def percentile_ci(boot: np.ndarray, # resampled statistics, resamples along axis
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.nanpercentile(boot, a, axis=0), np.nanpercentile(boot, 100 - a, axis=0)
 
+# %% ../nbs/11_metrics.ipynb #c982752c
+def cluster_index(cluster, # cluster id per row (any hashable values), or None
+                  n: int, # rows in the data
+                  name: str = "cluster" # what the ids are called, for error messages
+                 ) -> np.ndarray | None:
+    "Cluster number per row, 0..G−1 in order of first appearance; None when `cluster` is None."
+    if cluster is None: return None
+    ids = cluster.to_numpy() if isinstance(cluster, pd.Series) else np.asarray(cluster)
+    if ids.ndim != 1 or len(ids) != n: raise ValueError(f"{name} has {ids.size} values but the data has {n} rows")
+    missing = pd.isna(ids)
+    if missing.any(): raise ValueError(f"{name} row {int(np.flatnonzero(missing)[0])} has no cluster id; every row needs one")
+    return pd.factorize(ids, sort=False)[0].astype(np.int64)
+
+def cluster_totals(values, # (n,) or (n, k) per-row values
+                   ids: np.ndarray # `cluster_index` of the rows
+                  ) -> np.ndarray:
+    "(G, k) sums of each column over the rows of each cluster."
+    v = np.asarray(values, dtype=float).reshape(len(ids), -1)
+    g = int(ids.max()) + 1 if len(ids) else 0
+    return np.stack([np.bincount(ids, weights=v[:, j], minlength=g) for j in range(v.shape[1])], -1)
+
+def cluster_bootstrap_sums(totals: np.ndarray, # (G, k) per-cluster totals, from `cluster_totals`
+                           n_boot: int = 1000, seed: int = 0) -> np.ndarray:
+    "(n_boot, k) column totals of each resample that draws G clusters with replacement, all rows of each."
+    totals = np.asarray(totals, dtype=float)
+    g, out = len(totals), []
+    step = max(1, _BLOCK_CELLS // 4 // max(g, 1))           # draw-count matrices of at most 2^22 cells
+    for idx in bootstrap_indices(g, n_boot, seed):
+        for s in range(0, len(idx), step):
+            part = idx[s:s + step]
+            drawn = np.bincount((part + np.arange(len(part))[:, None] * g).ravel(), minlength=len(part) * g)
+            out.append(drawn.reshape(len(part), g).astype(float) @ totals)
+    return np.concatenate(out) if out else np.zeros((0, totals.shape[1]))
+
 # %% ../nbs/11_metrics.ipynb #f64f6132
 def _tidy(values: dict, los, his, ns) -> pd.DataFrame:
     names = list(values)
@@ -135,20 +181,32 @@ def _tidy(values: dict, los, his, ns) -> pd.DataFrame:
                          "ci_low": [float(x) for x in los], "ci_high": [float(x) for x in his],
                          "n": [int(x) for x in ns]})
 
+def _cluster_ids(df: pd.DataFrame, cluster, where: str) -> np.ndarray | None:
+    "`cluster_index` of a column name or of per-row ids, with errors that name the caller and the column."
+    if isinstance(cluster, str):
+        if cluster not in df.columns: raise KeyError(f"{where}: no cluster column {cluster!r} (columns: {list(df.columns)})")
+        return cluster_index(df[cluster], len(df), cluster)
+    return cluster_index(cluster, len(df))
+
 def binary_report(df: pd.DataFrame, # one row per sample
                   label: str = "label", pred: str = "pred", # column names
                   parse_ok: str | None = "parse_ok", # column of parse flags; ignored when absent
-                  n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
-    "Tidy table of `BINARY_METRICS` (%) with percentile-bootstrap CIs: metric, value, ci_low, ci_high, n."
+                  n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                  cluster: str | Sequence | None = None # column of cluster ids (or the ids): resample whole clusters
+                 ) -> pd.DataFrame:
+    "Tidy table of `BINARY_METRICS` (%) with percentile-bootstrap CIs: metric, value, ci_low, ci_high, n (+ n_clusters)."
     for col in (label, pred):
         if col not in df.columns: raise KeyError(f"binary_report: no column {col!r} (columns: {list(df.columns)})")
     codes = binary_codes(df[label], df[pred], df[parse_ok] if parse_ok in df.columns else None)
+    ids = _cluster_ids(df, cluster, "binary_report")
     point = metrics_from_counts(np.bincount(codes, minlength=N_CODES))
     if n_boot > 0 and len(codes):
-        boot = metrics_from_counts(bootstrap_counts(codes, N_CODES, n_boot, seed))
+        boot = metrics_from_counts(bootstrap_counts(codes, N_CODES, n_boot, seed, cluster=ids))
         lo, hi = zip(*(percentile_ci(boot[m][0], level) for m in BINARY_METRICS))
     else: lo = hi = [np.nan] * len(BINARY_METRICS)
-    return _tidy({m: v for m, (v, _) in point.items()}, lo, hi, [point[m][1] for m in BINARY_METRICS])
+    out = _tidy({m: v for m, (v, _) in point.items()}, lo, hi, [point[m][1] for m in BINARY_METRICS])
+    if ids is not None: out["n_clusters"] = int(ids.max()) + 1 if len(ids) else 0
+    return out
 
 # %% ../nbs/11_metrics.ipynb #24d0c90a
 def metrics_by(df: pd.DataFrame, # one row per sample
@@ -177,19 +235,79 @@ def wide_table(table: pd.DataFrame, # a tidy table: group columns, metric, value
     return cell.pivot_table(index=list(index), columns="metric", values="cell", aggfunc="first")
 
 # %% ../nbs/11_metrics.ipynb #d291c1e1
+def _sign_flip_p(t: np.ndarray # per-cluster integer balances b_g − c_g
+                ) -> float:
+    "Exact two-sided p-value of sum(t) when each term's sign is a fair coin: P(|S| ≥ |sum(t)|)."
+    t = np.asarray(t, dtype=np.int64); total = int(np.abs(t).sum())
+    if total == 0: return 1.0
+    dist = np.zeros(2 * total + 1); dist[total] = 1.0          # distribution of S over −total..total
+    for v in np.abs(t): dist = 0.5 * (np.roll(dist, v) + np.roll(dist, -v))   # support stays within ±total: nothing wraps
+    return float(min(1.0, dist[np.abs(np.arange(-total, total + 1)) >= abs(int(t.sum()))].sum()))
+
 def mcnemar(correct_a, # per row: was condition A right? (bool)
             correct_b, # per row: was condition B right? (bool)
-            exact_below: int = 25 # use the exact binomial test when b + c is below this
+            exact_below: int = 25, # exact test when fewer discordant rows (or unbalanced clusters) than this
+            cluster=None # cluster id per row: the clustered test when some cluster holds several rows
            ) -> dict:
-    "McNemar's test on paired correctness: b, c, statistic, p_value, method ('exact' or 'chi2_cc')."
+    "McNemar's test on paired correctness: b, c, statistic, p_value, method (exact, chi2_cc, cluster_exact, cluster_chi2)."
     a, b_ = np.asarray(correct_a, dtype=bool), np.asarray(correct_b, dtype=bool)
     if a.shape != b_.shape: raise ValueError(f"correct_a has {a.size} rows but correct_b has {b_.size}")
     b, c = int((a & ~b_).sum()), int((~a & b_).sum())
+    ids = cluster_index(cluster, a.size)
+    if ids is not None and a.size and ids.max() + 1 < a.size:     # some cluster holds several rows
+        t = np.bincount(ids, weights=(a & ~b_).astype(float) - (~a & b_))
+        t = np.rint(t[t != 0]).astype(np.int64)                     # b_g − c_g of each unbalanced cluster
+        if t.size < exact_below:
+            return {"b": b, "c": c, "statistic": float(t.sum()), "p_value": _sign_flip_p(t), "method": "cluster_exact"}
+        stat = float(t.sum()) ** 2 / float((t * t).sum())
+        return {"b": b, "c": c, "statistic": stat, "p_value": float(stats.chi2.sf(stat, 1)), "method": "cluster_chi2"}
     if b + c < exact_below:
         p = 1.0 if b + c == 0 else float(stats.binomtest(min(b, c), b + c, 0.5).pvalue)
         return {"b": b, "c": c, "statistic": float(min(b, c)), "p_value": p, "method": "exact"}
     stat = max(0, abs(b - c) - 1) ** 2 / (b + c)
     return {"b": b, "c": c, "statistic": stat, "p_value": float(stats.chi2.sf(stat, 1)), "method": "chi2_cc"}
+
+# %% ../nbs/11_metrics.ipynb #d3d1e164
+def _z(alpha: float, power: float) -> tuple[float, float]:
+    "z of 1 − alpha/2 and of power."
+    if not (0 < alpha < 1 and 0 < power < 1): raise ValueError(f"alpha and power must lie in (0, 1); got {alpha}, {power}")
+    return float(stats.norm.ppf(1 - alpha / 2)), float(stats.norm.ppf(power))
+
+def paired_sample_size(effect: float, # accuracy difference to detect, percentage points
+                       discordance: float, # % of pairs right under one condition only (from a pilot or `paired_mde`)
+                       alpha: float = 0.05, # two-sided significance level
+                       power: float = 0.8, # chance of detecting `effect`
+                       design_effect: float = 1.0, # clustered / unclustered variance (`paired_mde` of a pilot)
+                       cluster_size: float = 1.0 # mean rows per cluster
+                      ) -> dict:
+    "Pairs (n) and clusters (n_clusters) a paired accuracy comparison needs: Connor's McNemar sample size × design effect."
+    za, zb = _z(alpha, power)
+    d, psi = abs(effect) / 100, discordance / 100
+    if not 0 < d <= psi <= 1:
+        raise ValueError(f"need 0 < |effect| ≤ discordance ≤ 100 percentage points; got effect {effect}, discordance {discordance}")
+    if design_effect <= 0 or cluster_size < 1: raise ValueError(f"need design_effect > 0 and cluster_size ≥ 1; got {design_effect}, {cluster_size}")
+    n = design_effect * (za * math.sqrt(psi) + zb * math.sqrt(psi - d * d)) ** 2 / (d * d)
+    return {"n": math.ceil(round(n, 6)), "n_clusters": math.ceil(round(n / cluster_size, 6))}
+
+def paired_mde(correct_a, correct_b, # per row: was each condition right? (bool), same rows in the same order
+               cluster=None, # cluster id per row; None: rows independent
+               alpha: float = 0.05, power: float = 0.8) -> dict:
+    "Smallest accuracy difference (points) this paired design detects: mde, discordance (%), design_effect, n, n_clusters."
+    za, zb = _z(alpha, power)
+    a, b_ = np.asarray(correct_a, dtype=bool), np.asarray(correct_b, dtype=bool)
+    if a.shape != b_.shape: raise ValueError(f"correct_a has {a.size} rows but correct_b has {b_.size}")
+    d = a.astype(float) - b_                                     # +1: only A right, −1: only B right
+    n, n_disc = d.size, float(np.abs(d).sum())
+    ids = cluster_index(cluster, n)
+    out = {"mde": math.nan, "discordance": 100 * n_disc / n if n else math.nan, "design_effect": math.nan, "n": n,
+           "n_clusters": n if ids is None or not n else int(ids.max()) + 1}
+    if n_disc == 0: return out
+    deff = 1.0 if ids is None else float((np.bincount(ids, weights=d) ** 2).sum() / n_disc)
+    n_eff, psi = n / deff, n_disc / n
+    out["design_effect"] = deff
+    if n_eff > za * za - zb * zb:
+        out["mde"] = 100 * math.sqrt(psi) * (za * math.sqrt(n_eff) + zb * math.sqrt(n_eff - za * za + zb * zb)) / (n_eff + zb * zb)
+    return out
 
 # %% ../nbs/11_metrics.ipynb #682ff7fc
 def _paired_p(diff: np.ndarray) -> float:
@@ -198,46 +316,66 @@ def _paired_p(diff: np.ndarray) -> float:
     k = min(int((d <= 0).sum()), int((d >= 0).sum()))
     return min(1.0, 2 * (k + 1) / (d.size + 1))
 
+def _sd(x: np.ndarray) -> float:
+    "Standard deviation of the non-NaN values (NaN when fewer than two)."
+    x = x[~np.isnan(x)]
+    return float(x.std(ddof=1)) if x.size > 1 else math.nan
+
 def compare_conditions(label, # gold answers, shared by both conditions
                        pred_a, pred_b, # the two conditions' predictions on the same rows, in the same order
                        parse_ok_a=None, parse_ok_b=None, # optional parse flags per condition
-                       n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
-    "Per metric: a, b, diff (b − a), its paired-bootstrap CI, p_value, test, n (rows)."
+                       n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                       cluster=None, # cluster id per row: resample whole clusters, clustered McNemar for accuracy
+                       alpha: float = 0.05, power: float = 0.8 # for `mde`, the minimum detectable effect
+                      ) -> pd.DataFrame:
+    "Per metric: a, b, diff (b − a), its paired-bootstrap CI, p_value, test, mde, n (rows) (+ n_clusters)."
     ca, cb = binary_codes(label, pred_a, parse_ok_a), binary_codes(label, pred_b, parse_ok_b)
     if len(ca) != len(cb): raise ValueError(f"pred_a has {len(ca)} rows but pred_b has {len(cb)}")
+    ids = cluster_index(cluster, len(ca))
     pa = metrics_from_counts(np.bincount(ca, minlength=N_CODES))
     pb = metrics_from_counts(np.bincount(cb, minlength=N_CODES))
-    joint = bootstrap_counts(ca.astype(np.int32) * N_CODES + cb, N_CODES ** 2, n_boot, seed).reshape(-1, N_CODES, N_CODES)
+    joint = bootstrap_counts(ca.astype(np.int32) * N_CODES + cb, N_CODES ** 2, n_boot, seed, cluster=ids).reshape(-1, N_CODES, N_CODES)
     ba, bb = metrics_from_counts(joint.sum(2)), metrics_from_counts(joint.sum(1))
     both = (ca // 3 < 4) & (cb // 3 < 4)                  # rows scored under both conditions
     right_a, right_b = np.isin(ca // 3, (0, 2)), np.isin(cb // 3, (0, 2))
-    mc = mcnemar(right_a[both], right_b[both])
+    scored_ids = None if ids is None else ids[both]
+    mc = mcnemar(right_a[both], right_b[both], cluster=scored_ids)
+    accuracy_mde, z = paired_mde(right_a[both], right_b[both], scored_ids, alpha, power)["mde"], sum(_z(alpha, power))
     rows = []
     for m in BINARY_METRICS:
         diff = bb[m][0] - ba[m][0]
         lo, hi = percentile_ci(diff, level)
         p, test = (mc["p_value"], f"mcnemar_{mc['method']}") if m == "accuracy" else (_paired_p(diff), "paired_bootstrap")
         rows.append({"metric": m, "a": float(pa[m][0]), "b": float(pb[m][0]), "diff": float(pb[m][0] - pa[m][0]),
-                     "ci_low": float(lo), "ci_high": float(hi), "p_value": p, "test": test, "n": len(ca)})
-    return pd.DataFrame(rows)
+                     "ci_low": float(lo), "ci_high": float(hi), "p_value": p, "test": test,
+                     "mde": accuracy_mde if m == "accuracy" else z * _sd(diff), "n": len(ca)})
+    out = pd.DataFrame(rows)
+    if ids is not None: out["n_clusters"] = int(ids.max()) + 1 if len(ids) else 0
+    return out
 
 # %% ../nbs/11_metrics.ipynb #e003a13c
 def ratio_ci(num, # per-sample numerator
              den, # per-sample denominator
-             n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
-    "sum(num) / sum(den) with a percentile-bootstrap CI over samples: value, ci_low, ci_high, n (= sum(den))."
+             n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+             cluster=None # cluster id per sample: resample whole clusters
+            ) -> dict:
+    "sum(num) / sum(den) with a percentile-bootstrap CI over samples (or clusters): value, ci_low, ci_high, n (= sum(den))."
     num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     if num.shape != den.shape: raise ValueError(f"num has {num.size} values but den has {den.size}")
-    value = float(_div(num.sum(), den.sum()))
+    value, n = float(_div(num.sum(), den.sum())), int(den.sum()) if den.size else 0
+    ids = cluster_index(cluster, num.size)
+    if ids is not None and num.size: num, den = cluster_totals(num, ids)[:, 0], cluster_totals(den, ids)[:, 0]
     lo = hi = math.nan
     if n_boot > 0 and num.size:
         boot = np.concatenate([_div(num[i].sum(1), den[i].sum(1)) for i in bootstrap_indices(num.size, n_boot, seed)])
         lo, hi = (float(x) for x in percentile_ci(boot, level))
-    return {"value": value, "ci_low": lo, "ci_high": hi, "n": int(den.sum()) if den.size else 0}
+    return {"value": value, "ci_low": lo, "ci_high": hi, "n": n}
 
-def mean_ci(x, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+def mean_ci(x, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+            cluster=None # cluster id per value: resample whole clusters
+           ) -> dict:
     "Mean of `x` with a percentile-bootstrap CI: value, ci_low, ci_high, n."
-    return ratio_ci(x, np.ones(len(x)), n_boot, seed, level)
+    return ratio_ci(x, np.ones(len(x)), n_boot, seed, level, cluster)
 
 # %% ../nbs/11_metrics.ipynb #5708ff7d
 CORRELATIONS = ("pearson", "spearman", "kendall")
