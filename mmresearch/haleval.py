@@ -97,18 +97,19 @@ def pair_rows(rows: pd.DataFrame) -> pd.DataFrame:
 def disc_metrics(rows: pd.DataFrame, # output of `run_discriminative` (several conditions may be stacked)
                  by: Sequence[str] = ("domain", "pair_type"), # grouping columns; condition columns are added when present
                  n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    "Tidy metrics table per group: metric, value, ci_low, ci_high, n, call_errors."
+    "Tidy metrics table per group: metric, value, ci_low, ci_high, n, n_clusters, cluster (what is resampled), call_errors."
     by = [c for c in ("prompt_variant", "cot", "policy") if c in rows.columns] + list(by)
     paired = pair_rows(rows)
     paired = pd.concat([paired.assign(pair_type="all"), paired], ignore_index=True)  # "all": every balanced pair pooled
     out = []
     for key, g in paired.groupby(by, sort=True):
         ok = g[g.error.isna()]
-        t = binary_report(ok, label="label", pred="pred", parse_ok="parse_ok", n_boot=n_boot, seed=seed)
+        t = binary_report(ok, label="label", pred="pred", parse_ok="parse_ok", n_boot=n_boot, seed=seed,
+                          cluster="sample_id")
         for col, v in zip(by, key): t[col] = v
-        t["call_errors"] = int(g.error.notna().sum())
+        t["cluster"], t["call_errors"] = "sample_id", int(g.error.notna().sum())
         out.append(t)
-    cols = by + ["metric", "value", "ci_low", "ci_high", "n", "call_errors"]
+    cols = by + ["metric", "value", "ci_low", "ci_high", "n", "n_clusters", "cluster", "call_errors"]
     return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
 
 def metrics_wide(table: pd.DataFrame, index: Sequence[str] = ("domain", "pair_type"), digits: int = 1) -> pd.DataFrame:
@@ -192,7 +193,7 @@ def score_chair(rows, # a JSONL path, a CHAIR tool output JSON, or dicts with ca
 # %% ../nbs/12_haleval.ipynb #f377f8fd
 def compare_disc(rows_a: pd.DataFrame, rows_b: pd.DataFrame, # two runs of `run_discriminative` on the same samples
                  n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    "Paired comparison of two conditions per hallucination type: a, b, diff, CI, p-value, test, n."
+    "Paired comparison of two conditions per hallucination type: a, b, diff, CI, p-value, test, mde, n, n_clusters, cluster."
     from mmresearch.metrics import compare_conditions
     key = ["sample_id", "caption_type"]
     a, b = pair_rows(rows_a), pair_rows(rows_b)
@@ -201,8 +202,10 @@ def compare_disc(rows_a: pd.DataFrame, rows_b: pd.DataFrame, # two runs of `run_
     parts = []
     for t in ["all", *[t for t in HALLUCINATION_TYPES if (both.pair_type == t).any()]]:
         g = both if t == "all" else both[both.pair_type == t]  # "all": every balanced pair pooled, as in `disc_metrics`
-        c = compare_conditions(g.label, g.pred_a, g.pred_b, g.parse_ok_a, g.parse_ok_b, n_boot=n_boot, seed=seed)
+        samples = g.groupby(["domain", "sample_id"], sort=False).ngroup().to_numpy()   # a sample's rows resampled together
+        c = compare_conditions(g.label, g.pred_a, g.pred_b, g.parse_ok_a, g.parse_ok_b, n_boot=n_boot, seed=seed,
+                               cluster=samples)
         parts.append(c.assign(pair_type=t))
     out = pd.concat(parts, ignore_index=True)
-    out["dropped"] = len(pair_rows(rows_a)) - len(both)
-    return out[["pair_type", "metric", "a", "b", "diff", "ci_low", "ci_high", "p_value", "test", "n", "dropped"]]
+    out["dropped"], out["cluster"] = len(pair_rows(rows_a)) - len(both), "sample_id"
+    return out[["pair_type", "metric", "a", "b", "diff", "ci_low", "ci_high", "p_value", "test", "mde", "n", "n_clusters", "cluster", "dropped"]]

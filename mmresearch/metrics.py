@@ -317,9 +317,10 @@ def _paired_p(diff: np.ndarray) -> float:
     return min(1.0, 2 * (k + 1) / (d.size + 1))
 
 def _sd(x: np.ndarray) -> float:
-    "Standard deviation of the non-NaN values (NaN when fewer than two)."
+    "Standard deviation of the non-NaN values; NaN when it is zero or there are fewer than two (nothing to plan from)."
     x = x[~np.isnan(x)]
-    return float(x.std(ddof=1)) if x.size > 1 else math.nan
+    sd = float(x.std(ddof=1)) if x.size > 1 else 0.0
+    return sd if sd > 0 else math.nan
 
 def compare_conditions(label, # gold answers, shared by both conditions
                        pred_a, pred_b, # the two conditions' predictions on the same rows, in the same order
