@@ -28,11 +28,11 @@ from .scenes import HAL_TYPES, NUMBER_WORDS, REGIONS, Scene, extract_claims, jud
 
 # %% auto #0
 __all__ = ['LENGTH_PROMPTS', 'COVERAGE', 'SCENE_SYNONYMS', 'EASYVQA_SYNONYMS', 'DOMAIN_SYNONYMS', 'JUDGE_PROMPT', 'REASK_PROMPT',
-           'SFT_STEPS', 'SIGNALS', 'TRUTHS', 'length_prompt', 'describe', 'ClaimCheck', 'Judgement', 'DescriptionJudge',
-           'claim_span', 'domain_vocab', 'ExactJudge', 'HalContent', 'HalVerdict', 'parse_verdict', 'LLMJudge',
-           'read_types', 'SFTJudge', 'judge_rows', 'add_signals', 'run_generative', 'gen_metrics', 'metrics_wide',
-           'rate_by_length', 'plot_rate_vs_length', 'agreement_table', 'load_human_labels', 'human_agreement',
-           'sft_records']
+           'SFT_STEPS', 'CHAIR_MATCHINGS', 'SIGNALS', 'TRUTHS', 'length_prompt', 'describe', 'ClaimCheck', 'Judgement',
+           'DescriptionJudge', 'claim_span', 'domain_vocab', 'ExactJudge', 'HalContent', 'HalVerdict', 'parse_verdict',
+           'LLMJudge', 'read_types', 'SFTJudge', 'judge_rows', 'chair_matching_used', 'add_signals', 'run_generative',
+           'gen_metrics', 'metrics_wide', 'rate_by_length', 'plot_rate_vs_length', 'agreement_table',
+           'load_human_labels', 'human_agreement', 'sft_records']
 
 # %% ../nbs/13_halgen.ipynb #c4d1a864
 LENGTH_PROMPTS: dict[str, str] = {
@@ -391,12 +391,23 @@ def judge_rows(rows: pd.DataFrame, # output of `describe`
     return rows.assign(**cols)
 
 # %% ../nbs/13_halgen.ipynb #049eb0a2
+CHAIR_MATCHINGS = ("ours", "tool")
+
+def chair_matching_used(domain: str, chair_matching: str = "ours") -> str:
+    "The CHAIR matching that scores `domain`: the tool's only where the domain's vocabulary is COCO's."
+    if chair_matching not in CHAIR_MATCHINGS: raise ValueError(f"chair_matching must be one of {CHAIR_MATCHINGS}, got {chair_matching!r}")
+    return "tool" if chair_matching == "tool" and domain not in DOMAIN_SYNONYMS else "ours"
+
 def add_signals(rows: pd.DataFrame, samples: Sequence[Sample],
-                vocabs: Mapping[str, ObjectVocab] | None = None) -> pd.DataFrame: # domain -> vocabulary; default `domain_vocab`
-    "ROUGE-L, BLEU-4 (against the true captions) and CHAIR per description; NaN where the call failed."
+                vocabs: Mapping[str, ObjectVocab] | None = None, # domain -> vocabulary for our matching; default `domain_vocab`
+                chair_matching: str = "ours" # "ours" or "tool" (the standard CHAIR tool's, on COCO-vocabulary domains)
+               ) -> pd.DataFrame:
+    "ROUGE-L, BLEU-4 (against the true captions) and CHAIR per description (and which matching ran); NaN where the call failed."
+    from mmresearch.chair_tool import ChairTool, score as tool_score
     by_id = {s.id: s for s in samples}
     vocabs = dict(vocabs or {})
     out = {k: np.full(len(rows), np.nan) for k in ("rouge_l", "bleu4", "chair_i", "chair_n")}
+    matching = np.full(len(rows), None, dtype=object)
     ok = [k for k, d in enumerate(rows.description) if d is not None]
     if ok:
         hyps = [rows.description.iloc[k] for k in ok]
@@ -405,23 +416,30 @@ def add_signals(rows: pd.DataFrame, samples: Sequence[Sample],
         for dom in sorted({by_id[rows.sample_id.iloc[k]].domain for k in ok}):
             ks = [k for k in ok if by_id[rows.sample_id.iloc[k]].domain == dom and by_id[rows.sample_id.iloc[k]].meta.get("objects")]
             if not ks: continue
-            vocab = vocabs.get(dom) or domain_vocab(dom, samples)
-            ss = [by_id[rows.sample_id.iloc[k]] for k in ks]
-            per = chair([rows.description.iloc[k] for k in ks], [s.meta["objects"] for s in ss], vocab,
-                        [_truth_objects(s) for s in ss], [s.id for s in ss])
+            ss, texts = [by_id[rows.sample_id.iloc[k]] for k in ks], [rows.description.iloc[k] for k in ks]
+            if chair_matching_used(dom, chair_matching) == "tool":
+                tool = ChairTool()
+                truth = [[o for o in s.meta["objects"] if tool.to_class(o)] + [c for t in _truth_objects(s) for _, c in tool.mentions(t)]
+                         for s in ss]
+                per = tool_score(tool, texts, truth, [s.id for s in ss])
+            else:
+                per = chair(texts, [s.meta["objects"] for s in ss], vocabs.get(dom) or domain_vocab(dom, samples),
+                            [_truth_objects(s) for s in ss], [s.id for s in ss])
             out["chair_n"][ks] = per.n_hallucinated
             out["chair_i"][ks] = np.where(per.n_mentions > 0, per.n_hallucinated / per.n_mentions.clip(lower=1), 0.0)
-    return rows.assign(**out)
+            matching[ks] = chair_matching_used(dom, chair_matching)
+    return rows.assign(**out, chair_matching=matching)
 
 # %% ../nbs/13_halgen.ipynb #c47486fe
 def run_generative(samples: Sequence[Sample], model: CachedModel,
                    judges: Sequence[DescriptionJudge] = (ExactJudge(),),
                    prompts: Sequence[str] = ("short", "detailed"), max_new_tokens: Sequence[int] = (16, 64),
-                   vocabs: Mapping[str, ObjectVocab] | None = None) -> pd.DataFrame:
+                   vocabs: Mapping[str, ObjectVocab] | None = None,
+                   chair_matching: str = "ours") -> pd.DataFrame: # CHAIR's matching: "ours" or "tool" (see `add_signals`)
     "Describe every sample under every length condition, judge with each judge, add the automatic signals."
     rows = describe(samples, model, prompts, max_new_tokens)
     for j in judges: rows = judge_rows(rows, samples, j)
-    return add_signals(rows, samples, vocabs)
+    return add_signals(rows, samples, vocabs, chair_matching)
 
 # %% ../nbs/13_halgen.ipynb #99f47f43
 def gen_metrics(rows: pd.DataFrame, # output of `run_generative` / `judge_rows`
