@@ -395,7 +395,7 @@ def item_results(answers: pd.DataFrame) -> pd.DataFrame:
 # %% ../nbs/14_mmbench.ipynb #b5bd92ac
 def accuracy_table(items: pd.DataFrame, # `item_results` rows
                    n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    "Tidy table: circular and vanilla accuracy (%) with bootstrap 95% CIs, overall, per category and per L2 category."
+    "Tidy table: circular and vanilla accuracy (%) with bootstrap 95% CIs (items resampled), overall, per category and L2 category."
     groups = [("overall", "all", items)]
     for col in ("category", "l2_category"):
         if items[col].notna().any(): groups += [(col, str(v), d) for v, d in items.groupby(col, sort=True)]
@@ -406,7 +406,8 @@ def accuracy_table(items: pd.DataFrame, # `item_results` rows
             ci = mean_ci(x, n_boot, seed=int(stable_hash([seed, by, name, metric], 8), 16)) if len(x) else \
                 {"value": float("nan"), "ci_low": float("nan"), "ci_high": float("nan")}
             rows.append(dict(metric=metric, by=by, group=name, n=len(x), unscored=int(d[metric].isna().sum()),
-                             accuracy=100 * ci["value"], ci_low=100 * ci["ci_low"], ci_high=100 * ci["ci_high"]))
+                             accuracy=100 * ci["value"], ci_low=100 * ci["ci_low"], ci_high=100 * ci["ci_high"],
+                             cluster="item"))
     return pd.DataFrame(rows)
 
 def step_table(answers: pd.DataFrame) -> pd.DataFrame:
