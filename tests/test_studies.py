@@ -32,3 +32,5 @@ def test_cot_sweep_summary_has_paired_tests(tmp_path):
         assert m[m.metric == "recall"].value.nunique() == 1                     # shared positives: one recall for all types
     page = (res.sweep_dir/"summary.html").read_text()
     assert "Paired tests" in page and "cot: False → True" in page and "McNemar p =" in page
+    assert "detectable at 80% power" in page and "mde" in page                  # issue 16: the minimum detectable effect
+    assert set(m.cluster) == {"sample_id"}                                       # the table names what it resamples
