@@ -17,7 +17,7 @@ import pandas as pd
 # %% auto #0
 __all__ = ['PUNKT_ABBREVIATIONS', 'TWO_WORD_JOINS', 'chair_synonyms_path', 'read_chair_synonyms', 'singularize', 'sentences',
            'sentence_words', 'word_tokenize', 'ChairTool', 'ground_truth', 'score', 'tool_metrics', 'read_chair_output',
-           'rescore_chair_output']
+           'chair_output_variant', 'rescore_chair_output']
 
 # %% ../nbs/11a_chair_tool.ipynb #f64ec1bb
 def chair_synonyms_path() -> Path:
@@ -245,7 +245,7 @@ def tool_metrics(per_caption: pd.DataFrame # the output of `score` (or `metrics.
 # %% ../nbs/11a_chair_tool.ipynb #a65a83d8
 def read_chair_output(path: str | Path # a CHAIR tool output JSON: {"overall_metrics": ..., "sentences": [...]}
                      ) -> tuple[pd.DataFrame, dict]:
-    "The sentences of a CHAIR output file (id, caption, gt, generated, hallucinated) and its `overall_metrics`."
+    "The sentences of a CHAIR output file (id, caption, gt, generated, hallucinated, words) and its `overall_metrics`."
     path = Path(path)
     try: d = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e: raise ValueError(f"CHAIR output file {path}: {e}") from e
@@ -257,8 +257,16 @@ def read_chair_output(path: str | Path # a CHAIR tool output JSON: {"overall_met
         if missing: raise ValueError(f"CHAIR output file {path}: sentence {k} has no {missing}")
         rows.append({"id": s.get("image_id", k), "caption": s["caption"], "gt": list(s["mscoco_gt_words"]),
                      "generated": s.get("mscoco_generated_words"),
-                     "hallucinated": [w[1] for w in s.get("mscoco_hallucinated_words", [])]})
+                     "hallucinated": [w[1] for w in s.get("mscoco_hallucinated_words", [])], "words": s.get("words")})
     return pd.DataFrame(rows), dict(d.get("overall_metrics") or {})
+
+def chair_output_variant(words: Iterable[Sequence[str] | None] # the `words` of a CHAIR output file's sentences
+                        ) -> str | None:
+    "Which tool wrote the words: 'pattern' (the original tool), 'wordnet' (the lemmatising variant), or None (no words)."
+    tokens = {w for ws in words if ws for w in ws}
+    if tokens & {"is", "ha"}: return "pattern"
+    if tokens & {"be", "have"}: return "wordnet"
+    return None
 
 def rescore_chair_output(path: str | Path, tool: ChairTool | None = None) -> dict:
     "CHAIR_s / CHAIR_i recomputed from a CHAIR output file's captions and ground truth, beside the file's own figures."
@@ -267,6 +275,7 @@ def rescore_chair_output(path: str | Path, tool: ChairTool | None = None) -> dic
     per = score(tool, rows["caption"].tolist(), rows["gt"].tolist(), rows["id"].tolist())
     differ = [cid for cid, cap, gen in zip(rows["id"], rows["caption"], rows["generated"])
               if gen is not None and [c for _, c in tool.mentions(cap)] != list(gen)]
-    return {"file": str(path), "n": len(rows), "published": {k: overall.get(k) for k in ("CHAIRs", "CHAIRi")},
+    return {"file": str(path), "n": len(rows), "made_with": chair_output_variant(rows["words"]),
+            "published": {k: overall.get(k) for k in ("CHAIRs", "CHAIRi")},
             "recomputed": tool_metrics(per), "n_mentions": int(per.n_mentions.sum()),
             "n_captions_differing": len(differ), "captions_differing": differ}

@@ -154,14 +154,14 @@ def _object_vocab(vocab: str): # "coco" or a JSON file of {class: [synonyms]}
     except (ValueError, TypeError) as e: raise ValueError(f"vocabulary file {vocab}: {e}") from e
 
 def _chair_input(rows) -> tuple[list[dict], dict | None]:
-    "The rows of a chair input and, for a CHAIR tool output file, its own CHAIRs / CHAIRi."
+    "The rows of a chair input and, for a CHAIR tool output file, its own CHAIRs / CHAIRi and which tool variant wrote it."
     import json
     if not isinstance(rows, (str, Path)): return list(rows), None
     if Path(rows).suffix == ".json":
-        from mmresearch.chair_tool import read_chair_output
+        from mmresearch.chair_tool import chair_output_variant, read_chair_output
         table, overall = read_chair_output(rows)
         return ([{"id": i, "caption": c, "objects": g} for i, c, g in zip(table["id"], table["caption"], table["gt"])],
-                {k: overall[k] for k in ("CHAIRs", "CHAIRi") if k in overall})
+                {**{k: overall[k] for k in ("CHAIRs", "CHAIRi") if k in overall}, "made_with": chair_output_variant(table["words"])})
     return read_jsonl(rows), None
 
 def score_chair(rows, # a JSONL path, a CHAIR tool output JSON, or dicts with caption, objects, and optionally references, id
@@ -187,7 +187,12 @@ def score_chair(rows, # a JSONL path, a CHAIR tool output JSON, or dicts with ca
     out = {"matching": matching, "vocab": vocab, "n": len(rows),
            "metrics": chair_metrics(per, n_boot=n_boot, seed=seed).to_dict(orient="records"),
            "overall_metrics": tool_metrics(per)}
-    if published is not None: out["published_overall_metrics"] = published
+    if published is not None:
+        out["published_made_with"] = published.pop("made_with")
+        out["published_overall_metrics"] = published
+        if matching == "tool" and out["published_made_with"] == "wordnet":
+            out["note"] = ("the file was written by the lemmatising variant of the CHAIR tool (OPERA's / Maxlinn's chair.py); "
+                           "matching='tool' follows the original tool, so the figures can differ from the file's")
     return out
 
 # %% ../nbs/12_haleval.ipynb #f377f8fd

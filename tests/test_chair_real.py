@@ -25,10 +25,11 @@ def test_shipped_synonyms_are_the_published_file():
     assert git_blob_sha1(chair_synonyms_path()) == "44c16d179683468892d9e85e26d2de7aca95a5e9"
 
 
-@pytest.mark.parametrize("path, chair_s, chair_i", [(FULL, 0.3333333333333333, 0.13636363636363635),
-                                                    (EXCERPT, 0.19, 0.06419973250111458)])
-def test_tool_matching_reproduces_the_files_overall_metrics(path, chair_s, chair_i):
+@pytest.mark.parametrize("path, chair_s, chair_i, made_with", [(FULL, 0.3333333333333333, 0.13636363636363635, "pattern"),
+                                                               (EXCERPT, 0.19, 0.06419973250111458, None)])
+def test_tool_matching_reproduces_the_files_overall_metrics(path, chair_s, chair_i, made_with):
     r = rescore_chair_output(path)
+    assert r["made_with"] == made_with   # the full file's `words` show pattern's singularisation; the excerpt has none
     assert r["published"] == {"CHAIRs": chair_s, "CHAIRi": chair_i}
     assert r["recomputed"] == r["published"]            # exactly, at the file's full float precision
     assert r["n_captions_differing"] == 0, r["captions_differing"]
