@@ -16,8 +16,8 @@ import pandas as pd
 
 # %% auto #0
 __all__ = ['PUNKT_ABBREVIATIONS', 'TWO_WORD_JOINS', 'chair_synonyms_path', 'read_chair_synonyms', 'singularize', 'sentences',
-           'sentence_words', 'word_tokenize', 'ChairTool', 'ground_truth', 'score', 'tool_metrics', 'read_chair_output',
-           'chair_output_variant', 'rescore_chair_output']
+           'sentence_words', 'word_tokenize', 'ChairTool', 'ground_truth', 'score', 'tool_metrics', 'coco_ground_truth',
+           'read_chair_output', 'chair_output_variant', 'rescore_chair_output']
 
 # %% ../nbs/11a_chair_tool.ipynb #f64ec1bb
 def chair_synonyms_path() -> Path:
@@ -241,6 +241,15 @@ def tool_metrics(per_caption: pd.DataFrame # the output of `score` (or `metrics.
     n_mentions = int(per_caption.n_mentions.sum())
     return {"CHAIRs": float((per_caption.n_hallucinated > 0).sum() / len(per_caption)) if len(per_caption) else float("nan"),
             "CHAIRi": float(per_caption.n_hallucinated.sum() / n_mentions) if n_mentions else float("nan")}
+
+# %% ../nbs/11a_chair_tool.ipynb #7b3e91c1
+def coco_ground_truth(tool: ChairTool,
+                      samples: Iterable # samples of `datasets.load_coco`: meta "objects" (categories) and "references"
+                     ) -> dict[str, set[str]]:
+    "The tool's ground truth for COCO samples: their instance categories plus the classes their reference captions mention."
+    samples = list(samples)
+    return ground_truth(tool, {s.id: s.meta.get("objects", []) for s in samples},
+                        {s.id: s.meta.get("references", []) for s in samples})
 
 # %% ../nbs/11a_chair_tool.ipynb #a65a83d8
 def read_chair_output(path: str | Path # a CHAIR tool output JSON: {"overall_metrics": ..., "sentences": [...]}
