@@ -88,3 +88,11 @@ def test_read_chair_output_names_the_file_and_sentence(tmp_path):
     broken.write_text(json.dumps({"sentences": [{"image_id": 1, "caption": "a dog", "mscoco_gt_words": []}, {"image_id": 2}]}))
     with pytest.raises(ValueError, match=r"broken_chair\.json: sentence 1 has no \['caption', 'mscoco_gt_words'\]"):
         read_chair_output(broken)
+
+
+def test_every_coco_category_is_a_class_of_the_tool():
+    # the tool maps instance annotations through the synonym file by their COCO category names
+    from mmresearch.datasets import COCO_CLASSES
+    tool = ChairTool()
+    assert sorted(COCO_CLASSES) == tool.classes
+    assert all(tool.to_class(c) == c for c in COCO_CLASSES)
