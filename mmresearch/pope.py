@@ -158,18 +158,22 @@ def run_pope(samples: Sequence[Sample], # annotated samples, or samples from `da
 # %% ../nbs/13_pope.ipynb #939a3357
 def pope_metrics(rows: pd.DataFrame, # output of `run_pope` (several runs may be stacked)
                  by: Sequence[str] = ("split",), # grouping columns, e.g. ("domain", "split")
-                 n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
-    "Tidy table per group: metric, value, ci_low, ci_high, n, call_errors (values in %)."
+                 n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                 cluster: str | None = "image" # column whose questions are resampled together; None: each question alone
+                ) -> pd.DataFrame:
+    "Tidy table per group: metric, value, ci_low, ci_high, n, n_clusters, cluster, call_errors (values in %)."
     by = list(by)
     missing = [c for c in by + ["label", "parsed", "error"] if c not in rows.columns]
     if missing: raise KeyError(f"pope_metrics: rows have no column(s) {missing}")
     out = []
     for key, g in rows.groupby(by, sort=True, dropna=False):
-        t = binary_report(g[g.error.isna()], label="label", pred="parsed", parse_ok="parse_ok", n_boot=n_boot, seed=seed, level=level)
+        t = binary_report(g[g.error.isna()], label="label", pred="parsed", parse_ok="parse_ok", n_boot=n_boot, seed=seed, level=level,
+                          cluster=cluster)
         for col, v in zip(by, key if isinstance(key, tuple) else (key,)): t[col] = v
+        t["n_clusters"], t["cluster"] = (t.n_clusters, cluster) if cluster else (int(g.error.isna().sum()), "question")
         t["call_errors"] = int(g.error.notna().sum())
         out.append(t)
-    cols = by + ["metric", "value", "ci_low", "ci_high", "n", "call_errors"]
+    cols = by + ["metric", "value", "ci_low", "ci_high", "n", "n_clusters", "cluster", "call_errors"]
     return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
 
 def pope_wide(table: pd.DataFrame, index: Sequence[str] = ("split",), digits: int = 1) -> pd.DataFrame:
@@ -235,11 +239,14 @@ def _json_num(x: float) -> float | None:
 
 def _group_result(g: pd.DataFrame, n_boot: int, seed: int) -> dict:
     ok = g[g.error.isna()]
-    t = binary_report(ok, label="label", pred="parsed", parse_ok="parse_ok", n_boot=n_boot, seed=seed).set_index("metric")
+    by_image = len(ok) > 0 and ok.image.notna().all()        # an image's questions resampled together when all are known
+    t = binary_report(ok, label="label", pred="parsed", parse_ok="parse_ok", n_boot=n_boot, seed=seed,
+                      cluster="image" if by_image else None).set_index("metric")
     y, p = ok.label.eq("yes"), ok.parsed
     out = {"n": len(g), "n_scored": int(p.notna().sum()), "call_errors": int(g.error.notna().sum()),
            "tp": int((y & p.eq("yes")).sum()), "fp": int((~y & p.eq("yes")).sum()),
-           "tn": int((~y & p.eq("no")).sum()), "fn": int((y & p.eq("no")).sum())}
+           "tn": int((~y & p.eq("no")).sum()), "fn": int((y & p.eq("no")).sum()),
+           "cluster": "image" if by_image else "question", "n_clusters": int(ok.image.nunique()) if by_image else len(ok)}
     for m in t.index:
         out[m] = _json_num(t.loc[m, "value"])
         out[f"{m}_ci"] = [_json_num(t.loc[m, "ci_low"]), _json_num(t.loc[m, "ci_high"])]
@@ -247,7 +254,7 @@ def _group_result(g: pd.DataFrame, n_boot: int, seed: int) -> dict:
 
 # %% ../nbs/13_pope.ipynb #2906f4a5
 def _truth_by_id(labels) -> dict:
-    "question_id -> (label, category, text) from POPE question files; an id in two files is an error."
+    "question_id -> (label, category, text, image) from POPE question files; an id in two files is an error."
     truth, where_of = {}, {}
     for split, recs in _label_sets(labels):
         for where, q in recs:
@@ -255,11 +262,11 @@ def _truth_by_id(labels) -> dict:
             qid = q["question_id"]
             if qid in truth: raise ValueError(f"{where}: duplicate question_id {qid!r} (also {where_of[qid]}); when several "
                                               "label files reuse ids, give the question file that tells them apart (--questions)")
-            truth[qid], where_of[qid] = (_label(q["label"], where), q.get("category", split), q.get("text")), where
+            truth[qid], where_of[qid] = (_label(q["label"], where), q.get("category", split), q.get("text"), q.get("image")), where
     return truth
 
 def _truth_by_order(answers: list, labels) -> dict:
-    "Line i of the answers -> (label, category, text) of question i of the one labels file (POPE's documented pairing)."
+    "Line i of the answers -> (label, category, text, image) of question i of the one labels file (POPE's documented pairing)."
     sets = _label_sets(labels)
     if len(sets) != 1: raise ValueError("answers without question_id are matched to one question file by line order; give one file, not a folder")
     split, recs = sets[0]
@@ -270,11 +277,11 @@ def _truth_by_order(answers: list, labels) -> dict:
         if "label" not in q: raise ValueError(f"{lw}: no 'label'")
         if "question" in a and not _same_question(a["question"], q.get("text")):
             raise ValueError(f"{aw}: answers {a['question']!r} but {lw} asks {q.get('text')!r}; answers must be in the question file's order")
-        truth[i] = (_label(q["label"], lw), q.get("category", split), q.get("text"))
+        truth[i] = (_label(q["label"], lw), q.get("category", split), q.get("text"), q.get("image"))
     return truth
 
 def _truth_by_question_file(questions, labels) -> dict:
-    "question_id -> (label, category, text) for a question file without labels (LLaVA's): the k-th question of a split takes the label of the k-th question of that split's label file."
+    "question_id -> (label, category, text, image) for a question file without labels (LLaVA's): the k-th question of a split takes the label of the k-th question of that split's label file."
     qrows = _rows(questions, "questions")
     by_split: dict = {}
     for split, recs in (_label_sets(labels) if labels is not None else []):
@@ -287,7 +294,7 @@ def _truth_by_question_file(questions, labels) -> dict:
         qid, cat = q.get("question_id"), q.get("category")
         if qid is None: raise ValueError(f"{where}: a question needs 'question_id'")
         if qid in truth: raise ValueError(f"{where}: duplicate question_id {qid!r}")
-        if "label" in q: truth[qid] = (_label(q["label"], where), cat, q.get("text")); continue
+        if "label" in q: truth[qid] = (_label(q["label"], where), cat, q.get("text"), q.get("image")); continue
         if not by_split: raise ValueError(f"{where}: no 'label'; give POPE's label files as labels (--labels FILE or FOLDER)")
         if cat not in by_split: raise ValueError(f"{where}: category {cat!r} has no label file (label files give {sorted(by_split)})")
         k = used[cat]; used[cat] += 1
@@ -296,7 +303,7 @@ def _truth_by_question_file(questions, labels) -> dict:
         if not _same_question(q.get("text"), lq.get("text")) or q.get("image", lq.get("image")) != lq.get("image", q.get("image")):
             raise ValueError(f"{where}: asks {q.get('text')!r} about {q.get('image')!r}, but question {k + 1} of the {cat} "
                              f"label file ({lw}) asks {lq.get('text')!r} about {lq.get('image')!r}")
-        truth[qid] = (_label(lq["label"], lw), cat, q.get("text"))
+        truth[qid] = (_label(lq["label"], lw), cat, q.get("text"), q.get("image", lq.get("image")))
     for cat, recs in by_split.items():
         if used[cat] != len(recs): raise ValueError(f"the {cat} label file has {len(recs)} questions, the question file {used[cat]}")
     return truth
@@ -341,7 +348,8 @@ def score_pope(input_path: str | Path | Iterable[dict], # POPE answer file (JSON
             raise ValueError(f"{where}: the model answer ('answer' or 'text') must be a string, got {text!r}")
         recs.append({"question_id": qid, "label": label, "raw": text if error is None else None,
                      "error": None if error is None else str(error), "category": a.get("category", known[1] if known else None),
-                     "question": a.get("prompt", a.get("question", known[2] if known else None))})
+                     "question": a.get("prompt", a.get("question", known[2] if known else None)),
+                     "image": a.get("image", known[3] if known else None)})
     if not recs: raise ValueError("no answers to score")
     recs.sort(key=lambda r: (str(r["category"]), str(r["question_id"])))   # bootstrap CIs independent of the file's order
     parsed = parse_answers([r["raw"] for r in recs], policy=policy, parser=parser, extractor=extractor,

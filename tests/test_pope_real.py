@@ -139,3 +139,18 @@ def test_experiment_notebook_asks_an_official_file(tmp_path):
     asked = pd.read_parquet(out/"samples.parquet")
     assert asked.question.tolist() == [r["text"] for r in rows] and set(asked.split) == {"adversarial"}
     assert json.loads((out/"manifest.json").read_text())["study"]["questions_file"].endswith("coco_pope_adversarial.json")
+
+
+def test_llava15_intervals_resample_images():
+    """Issue 16: POPE asks each of the 500 COCO images about the same present objects in all three splits, so the
+    pooled (overall) interval must resample images; resampling the 8,910 questions alone makes it ~1.6x too narrow."""
+    answers = _lines(LLAVA/"llava-v1.5-13b.jsonl.gz")
+    kw = dict(questions=LLAVA/"llava_pope_test.jsonl.gz", labels=LLAVA/"coco", n_boot=1000)
+    by_image = score_pope(answers, **kw)
+    by_question = score_pope([dict(a, image=None) for a in answers], **kw)     # no image known: questions resampled
+    o, q = by_image["overall"], by_question["overall"]
+    assert (o["cluster"], o["n_clusters"], q["cluster"], q["n_clusters"]) == ("image", 500, "question", 8910)
+    assert {c: g["n_clusters"] for c, g in by_image["by_category"].items()} == {s: 500 for s in SPLITS}
+    assert o["f1"] == q["f1"]                                                  # the estimate itself does not change
+    width = lambda r, m: r[f"{m}_ci"][1] - r[f"{m}_ci"][0]
+    assert 1.4 < width(o, "f1") / width(q, "f1") < 1.9 and 1.4 < width(o, "accuracy") / width(q, "accuracy") < 1.9
