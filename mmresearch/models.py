@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import hashlib
+import inspect
 import os
 import queue
 import random
@@ -23,7 +25,8 @@ from .core import ImageDecodeError, ImageRef, Message, Request, Response, redact
 
 # %% auto #0
 __all__ = ['SCRIPTS', 'MODEL_FILES', 'MODEL_KINDS', 'Model', 'ScriptedModel', 'to_openai_messages', 'classify_openai_error',
-           'retry_after_s', 'OpenAIChatModel', 'folder_hash', 'generate_in_batches', 'default_device', 'DecodeRow',
+           'retry_after_s', 'OpenAIChatModel', 'folder_hash', 'torchvision_usable', 'NoVideoProcessor',
+           'image_only_processor_class', 'load_processor', 'generate_in_batches', 'default_device', 'DecodeRow',
            'DecodeBatch', 'HFModel', 'tiny_model_path', 'parse_model_spec', 'load_model']
 
 # %% ../nbs/02_models.ipynb #6f0e92c8
@@ -228,8 +231,8 @@ class OpenAIChatModel:
         return out
 
 # %% ../nbs/02_models.ipynb #e7c27d9f
-MODEL_FILES = ("*config.json", "tokenizer*.json", "special_tokens_map.json", "vocab.*", "merges.txt", "*.safetensors",
-               "*.bin", "*.jinja", "*.model")
+MODEL_FILES = ("*config.json", "tokenizer*.json", "special_tokens_map.json", "added_tokens.json", "chat_template.json",
+               "vocab.*", "merges.txt", "*.safetensors", "*.bin", "*.jinja", "*.model")
 
 def folder_hash(folder: Path, patterns: tuple[str, ...] = MODEL_FILES) -> str:
     "SHA-256 over the names and contents of a model folder's weight, config and tokenizer files (not notes or reports)."
@@ -239,6 +242,50 @@ def folder_hash(folder: Path, patterns: tuple[str, ...] = MODEL_FILES) -> str:
         with open(f, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""): h.update(block)
     return h.hexdigest()
+
+# %% ../nbs/02_models.ipynb #d2916a04
+@functools.cache
+def torchvision_usable() -> bool:
+    "Whether torchvision imports (a CUDA build beside a CPU-only torch does not)."
+    try: import torchvision  # noqa: F401
+    except Exception: return False
+    return True
+
+class NoVideoProcessor:
+    "Stands in for the video processor of an image-only processor: its frame defaults are None and videos are an error."
+    num_frames = fps = None   # SmolVLM's chat template step reads these even for images
+    def __call__(self, *args, **kwargs): raise RuntimeError("video input needs torchvision, which does not import here")
+
+@functools.cache
+def image_only_processor_class(processor_class: type) -> type:
+    "`processor_class` without its video processor, under the same name; a class with no video processor is returned as is."
+    from transformers.processing_utils import ProcessorMixin
+    sig = inspect.signature(processor_class.__init__)
+    if "video_processor" not in sig.parameters: return processor_class
+    params = [p for n, p in sig.parameters.items() if n != "video_processor"]
+    accepted = [p.name for p in params[1:] if p.kind is p.POSITIONAL_OR_KEYWORD]
+    def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
+        processor_class.__init__(self, image_processor=image_processor, tokenizer=tokenizer, video_processor=None,
+                                 chat_template=chat_template, **kwargs)
+    # transformers reads a processor's sub-processors and saved settings (e.g. `image_seq_length`) off its `__init__`
+    __init__.__signature__ = sig.replace(parameters=params)
+    def validate_init_kwargs(processor_config: dict, valid_kwargs) -> tuple[dict, dict]:
+        return ProcessorMixin.validate_init_kwargs(processor_config, accepted)
+    return type(processor_class.__name__, (processor_class,),
+                {"__init__": __init__, "validate_init_kwargs": staticmethod(validate_init_kwargs), "video_processor": NoVideoProcessor(),
+                 "__module__": processor_class.__module__, "__doc__": f"{processor_class.__name__} for images only."})
+
+def load_processor(model_id: str | Path, # a local folder or a hub id
+                   **kw) -> Any: # passed to `from_pretrained` (revision, local_files_only)
+    "The model's processor: `AutoProcessor` as published, or without a working torchvision the same one for images only."
+    from transformers import AutoConfig, AutoProcessor
+    from transformers.models.auto.processing_auto import PROCESSOR_MAPPING_NAMES, processor_class_from_name
+    if torchvision_usable(): return AutoProcessor.from_pretrained(model_id, **kw)
+    name = PROCESSOR_MAPPING_NAMES.get(AutoConfig.from_pretrained(model_id, **kw).model_type)
+    cls = processor_class_from_name(name) if isinstance(name, str) else None
+    if cls is None or image_only_processor_class(cls) is cls: return AutoProcessor.from_pretrained(model_id, **kw)
+    return image_only_processor_class(cls).from_pretrained(model_id, **kw)
+
 
 # %% ../nbs/02_models.ipynb #1a326cf9
 def generate_in_batches(requests: Sequence[Request], batch_size: int,
@@ -359,13 +406,13 @@ class HFModel:
         "Load (once) and return the processor and the model, in eval mode on `device`."
         if self._loaded is None:
             import torch
-            from transformers import AutoModelForImageTextToText, AutoProcessor
+            from transformers import AutoModelForImageTextToText
             from transformers.utils import logging as hf_logging
             kw = dict(revision=self.revision, local_files_only=self.local_files_only)
             bars = hf_logging.is_progress_bar_enabled()
             hf_logging.disable_progress_bar()  # loading bars would land in every report as stderr
             try:
-                proc = AutoProcessor.from_pretrained(self.model_id, **kw)
+                proc = load_processor(self.model_id, **kw)
                 model = AutoModelForImageTextToText.from_pretrained(self.model_id, dtype=getattr(torch, self.dtype), **kw)
             finally:
                 if bars: hf_logging.enable_progress_bar()
@@ -402,21 +449,43 @@ class HFModel:
             conv.append({"role": m.role, "content": parts})
         return conv, images
 
+    def _prompt(self, r: Request) -> tuple[str, list]:
+        "A request's prompt and images: the chat template's rendering, or without a template (PaliGemma) the plain text."
+        proc = self.load()[0]
+        conv, images = self._conversation(r)
+        if proc.chat_template is None:   # the processor writes the family's own format (PaliGemma: BOS, newline)
+            return getattr(proc, "image_token", "") * len(images) + "\n".join(m.text for m in r.messages if m.text), images
+        return proc.apply_chat_template(conv, add_generation_prompt=True, tokenize=False), images
+
+    def _prompts(self, reqs: list[Request], out: list) -> list[tuple[int, str, list]]:
+        "(index, prompt, images) of each request whose prompt could be built; the others get a failed `Response` in `out`."
+        live = []
+        for j, r in enumerate(reqs):
+            try: live.append((j, *self._prompt(r)))
+            except ImageDecodeError as e: out[j] = Response.failed("bad_request", str(e))
+            except Exception as e: out[j] = Response.failed("model", f"prompt: {type(e).__name__}: {e}")
+        return live
+
+    def _encode(self, group: list[tuple[int, str, list]]):
+        "Processor inputs for a group of (index, prompt, images): one image list per prompt, no BOS added to a prompt that has one."
+        proc = self.load()[0]
+        texts, images = [t for _, t, _ in group], [imgs for *_, imgs in group]
+        bos = proc.tokenizer.bos_token
+        written = bool(bos) and all(t.startswith(bos) for t in texts)   # the chat template wrote BOS (Gemma 3, Llama 3)
+        return proc(text=texts, images=images if any(images) else None, padding=True, add_special_tokens=not written,
+                    return_tensors="pt").to(self.device)
+
     def _generate_batch(self, reqs: list[Request]) -> list[Response]:
         import torch
         proc, model = self.load()
         out: list[Response | None] = [None] * len(reqs)
-        texts, images, live = [], [], []
-        for j, r in enumerate(reqs):
-            try: conv, imgs = self._conversation(r)
-            except ImageDecodeError as e: out[j] = Response.failed("bad_request", str(e)); continue
-            texts.append(proc.apply_chat_template(conv, add_generation_prompt=True, tokenize=False))
-            images += imgs; live.append(j)
-        if not live: return out
+        group = self._prompts(reqs, out)
+        if not group: return out
+        live = [j for j, *_ in group]
         r0 = reqs[live[0]]
         t0 = time.perf_counter()
         try:
-            enc = proc(text=texts, images=images or None, padding=True, return_tensors="pt").to(self.device)
+            enc = self._encode(group)
             kw = dict(max_new_tokens=r0.max_new_tokens, do_sample=r0.sampling, pad_token_id=proc.tokenizer.pad_token_id)
             if r0.sampling: kw.update(temperature=r0.temperature, top_p=r0.top_p); torch.manual_seed(r0.seed if r0.seed is not None else 0)
             with torch.inference_mode(): gen = model.generate(**enc, **kw)
@@ -440,11 +509,7 @@ class HFModel:
         import torch
         proc, model = self.load()
         out: list[Response | None] = [None] * len(reqs)
-        waiting = []
-        for j, r in enumerate(reqs):
-            try: conv, imgs = self._conversation(r)
-            except ImageDecodeError as e: out[j] = Response.failed("bad_request", str(e)); continue
-            waiting.append((j, proc.apply_chat_template(conv, add_generation_prompt=True, tokenize=False), imgs))
+        waiting = self._prompts(reqs, out)
         batch = DecodeBatch()
         stop_ids = set(_as_list(model.generation_config.eos_token_id)) | {proc.tokenizer.eos_token_id, proc.tokenizer.pad_token_id}
         with torch.inference_mode():
@@ -469,10 +534,9 @@ class HFModel:
     def _prefill(self, group: list[tuple], reqs: list[Request], batch: DecodeBatch) -> None:
         "Run the prompts of `group` (request index, prompt text, images) and add them to `batch` with their first token."
         from transformers import DynamicCache
-        proc, model = self.load()
+        model = self.load()[1]
         t0 = time.perf_counter()
-        enc = proc(text=[t for _, t, _ in group], images=[i for *_, imgs in group for i in imgs] or None,
-                   padding=True, return_tensors="pt").to(self.device)
+        enc = self._encode(group)
         mask, cache = enc["attention_mask"], DynamicCache()
         logits = model(**enc, position_ids=(mask.cumsum(-1) - 1).clamp(min=0), past_key_values=cache, use_cache=True,
                        logits_to_keep=1).logits

@@ -1,0 +1,122 @@
+"""Real VLM families through the Hugging Face backend: tiny random models of each (tests/make_tiny_families.py, built
+offline into a temporary folder) load through `load_model`, get a well-formed prompt, and answer the same in a batch
+as alone, with static and continuous batching and mixed token limits."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from make_tiny_families import FAMILIES, make_tiny_family
+from mmresearch.core import ImageRef, Request, user
+from mmresearch.models import HFModel, load_model, torchvision_usable
+
+VIDEO_FAMILIES = {"qwen2_vl", "qwen2_5_vl", "llava_onevision", "internvl", "smolvlm2"}  # their processors hold a video processor
+BOS_IN_TEMPLATE = {"gemma3", "mllama", "idefics3", "smolvlm2"}  # the chat template writes BOS itself
+
+
+@pytest.fixture(scope="module")
+def families(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("families")
+    return {name: make_tiny_family(name, root/name) for name in FAMILIES}
+
+
+def requests(limits=(3, 6, 6, 2, 6, 1)) -> list[Request]:
+    "Questions about pictures of different sizes and colours, with different token limits."
+    colours = ["red", "blue", "green", "red", "yellow", "white"]
+    return [Request([user(ImageRef(Image.new("RGB", (40 + 9 * i, 36 + 5 * i), c)), f"is there a {c} circle ?")], max_new_tokens=n)
+            for i, (c, n) in enumerate(zip(colours, limits))]
+
+
+def answers(model: HFModel, reqs: list[Request]) -> list[tuple]:
+    out = model.generate(reqs)
+    assert all(r.ok for r in out), [r.error for r in out if not r.ok]
+    return [(r.text, r.completion_tokens, r.finish_reason) for r in out]
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_prompt_has_image_tokens_and_one_bos(families, name):
+    m = load_model({"kind": "hf", "model_id": str(families[name])})
+    proc = m.load()[0]
+    out = [None]
+    group = m._prompts(requests()[:1], out)
+    assert out == [None] and len(group) == 1
+    ids = m._encode(group)["input_ids"][0].tolist()
+    assert ids.count(proc.image_token_id) >= 1, proc.tokenizer.decode(ids)
+    bos = proc.tokenizer.bos_token_id
+    if name.startswith("qwen") or name in ("llava_onevision", "internvl"):
+        assert bos is None   # Qwen2 tokenizers have no BOS
+    else:
+        assert ids.count(bos) == 1, proc.tokenizer.convert_ids_to_tokens(ids)
+        if name != "paligemma": assert ids[0] == bos   # PaliGemma puts the image tokens before BOS
+    if name in BOS_IN_TEMPLATE: assert group[0][1].startswith(proc.tokenizer.bos_token)
+
+
+@pytest.mark.parametrize("continuous", [True, False])
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_batched_greedy_equals_one_at_a_time(families, name, continuous):
+    reqs = requests()
+    batched = answers(HFModel(families[name], batch_size=4, continuous=continuous), reqs)
+    alone = [answers(HFModel(families[name], batch_size=1, continuous=False), [r])[0] for r in reqs]
+    assert batched == alone
+    assert [n for _, n, _ in batched][-1] == 1 and sum(n for _, n, _ in batched) > 6   # limits obeyed, answers not empty
+
+
+def test_video_families_load_without_torchvision(families):
+    if torchvision_usable(): pytest.skip("torchvision works here: processors load through AutoProcessor as published")
+    for name in VIDEO_FAMILIES:
+        proc = HFModel(families[name]).load()[0]
+        assert proc.get_attributes() == ["image_processor", "tokenizer"], (name, proc.get_attributes())
+        assert type(proc).__name__ == json.loads((families[name]/"processor_config.json").read_text())["processor_class"]
+
+
+def test_paligemma_without_chat_template_uses_its_own_format(families):
+    folder = families["paligemma"]
+    assert not list(folder.glob("chat_template*"))
+    m = HFModel(folder)
+    proc = m.load()[0]
+    ids = m._encode(m._prompts(requests()[:1], [None]))["input_ids"][0].tolist()
+    n = proc.image_seq_length
+    assert ids[:n] == [proc.image_token_id] * n and ids[n] == proc.tokenizer.bos_token_id
+    assert proc.tokenizer.decode(ids[n + 1:]) == "is there a red circle ?\n"
+
+
+def test_template_error_is_a_failed_response_not_an_exception(families, tmp_path):
+    folder = shutil.copytree(families["gemma3"], tmp_path/"gemma3")
+    (folder/"chat_template.jinja").write_text("{{ raise_exception('System role not supported') }}")
+    out = HFModel(folder).generate(requests()[:2])
+    assert [r.error.kind for r in out] == ["model", "model"]
+    assert "System role not supported" in out[0].error.message
+
+
+def test_fingerprint_follows_chat_template_json(families, tmp_path):
+    "The older hub layout keeps the template in chat_template.json; editing it must change the cache key."
+    folder = shutil.copytree(families["llava_15"], tmp_path/"llava")
+    template = (folder/"chat_template.jinja").read_text()
+    (folder/"chat_template.jinja").unlink()
+    (folder/"chat_template.json").write_text(json.dumps({"chat_template": template}))
+    before = HFModel(folder).fingerprint
+    (folder/"chat_template.json").write_text(json.dumps({"chat_template": template.replace("ASSISTANT:", "ASSISTANT: ")}))
+    after = HFModel(folder).fingerprint
+    assert before != after
+    (folder/"chat_template.json").unlink()
+    (folder/"chat_template.jinja").write_text(template)
+    assert HFModel(folder).fingerprint not in (before, after)
+
+
+def test_template_json_layout_still_loads(families, tmp_path):
+    folder = shutil.copytree(families["llava_15"], tmp_path/"llava")
+    template = (folder/"chat_template.jinja").read_text()
+    (folder/"chat_template.jinja").unlink()
+    (folder/"chat_template.json").write_text(json.dumps({"chat_template": template}))
+    m = HFModel(folder)
+    assert m.load()[0].chat_template == template
+    assert answers(m, requests()[:2]) == answers(HFModel(families["llava_15"]), requests()[:2])
+
+
+@pytest.mark.parametrize("name", [n for n in FAMILIES if n != "paligemma"])   # PaliGemma's processor requires an image
+def test_text_only_request_beside_image_requests(families, name):
+    reqs = requests()[:2] + [Request([user("say hello")], max_new_tokens=3)]
+    batched = answers(HFModel(families[name], batch_size=4), reqs)
+    assert batched == [answers(HFModel(families[name], batch_size=1), [r])[0] for r in reqs]
