@@ -22,12 +22,12 @@ from .metrics import bootstrap_indices, percentile_ci, ratio_ci
 from .parsing import PARSERS
 
 # %% auto #0
-__all__ = ['AMBER_TYPES', 'DIMENSIONS', 'GENERATIVE_QUERY', 'GEN_COLUMNS', 'GEN_METRICS', 'DISC_PARSERS', 'UNREADABLE_POLICIES',
-           'DISC_COLUMNS', 'DISC_METRICS', 'SCENE_ASSOCIATIONS', 'TYPE_OF', 'SCENE_VOCAB', 'AmberAnnotations',
-           'parse_amber_annotations', 'load_amber_annotations', 'load_amber_queries', 'AmberVocab', 'amber_vocab',
-           'load_amber_vocab', 'load_amber_responses', 'extract_nouns', 'spacy_similarity', 'judge_description',
-           'judge_descriptions', 'generative_metrics', 'read_verdicts', 'judge_answers', 'discriminative_metrics',
-           'as_printed', 'score_responses', 'score_amber', 'scene_amber', 'run_amber']
+__all__ = ['AMBER_TYPES', 'DIMENSIONS', 'GENERATIVE_QUERY', 'COVER_RULES', 'GEN_COLUMNS', 'GEN_METRICS', 'DISC_PARSERS',
+           'UNREADABLE_POLICIES', 'DISC_COLUMNS', 'DISC_METRICS', 'SCENE_ASSOCIATIONS', 'TYPE_OF', 'SCENE_VOCAB',
+           'AmberAnnotations', 'parse_amber_annotations', 'load_amber_annotations', 'load_amber_queries', 'AmberVocab',
+           'amber_vocab', 'load_amber_vocab', 'load_amber_responses', 'extract_nouns', 'spacy_similarity',
+           'judge_description', 'judge_descriptions', 'generative_metrics', 'read_verdicts', 'judge_answers',
+           'discriminative_metrics', 'as_printed', 'score_responses', 'score_amber', 'scene_amber', 'run_amber']
 
 # %% ../nbs/16_amber.ipynb #a66c9bae
 AMBER_TYPES: dict[str, str] = {   # annotation type -> what it asks about
@@ -244,22 +244,25 @@ def spacy_similarity(nlp, # a spaCy pipeline with word vectors, e.g. spacy.load(
     def similar(a: str, b: str) -> bool: return nlp(a).similarity(nlp(b)) > threshold
     return similar
 
-def _name_table(objs: Sequence[str], vocab: AmberVocab, amber_order: bool) -> list[tuple[str, int]]:
-    "(word, index of the object it names) in lookup order: objects before associated words, or AMBER's order."
+COVER_RULES = ("amber", "distinct")   # AMBER's object matching (its figures), or each object once, its own name first
+
+def _name_table(objs: Sequence[str], vocab: AmberVocab, cover_rule: str) -> list[tuple[str, int]]:
+    "(word, index of the object it names) in lookup order: AMBER's (associated words first) or objects first."
     direct = [(o, i) for i, o in enumerate(objs)]
     associated = [(w, i) for i, o in enumerate(objs) for w in vocab.names(o)[1:]]
-    return associated + direct if amber_order else direct + associated
+    return associated + direct if cover_rule == "amber" else direct + associated
 
 def judge_description(nouns: Sequence[str], # the description's nouns (`extract_nouns`)
                       truth: Sequence[str], # objects annotated as present
                       hallu: Sequence[str], # objects people tend to imagine in this image
                       vocab: AmberVocab,
                       similar: Callable[[str, str], bool] | None = None, # AMBER's near-synonym test; None: lists only
-                      amber_order: bool = False # AMBER's lookup order and repeated objects (to reproduce its figures)
+                      cover_rule: str = "amber" # "amber": AMBER's lookup order and repeated objects; "distinct": objects once, own name first
                      ) -> dict:
     "AMBER's verdict on one description: mentions, hallucinated mentions, covered truth and imagined hallu objects."
-    if not amber_order: truth, hallu = tuple(dict.fromkeys(truth)), tuple(dict.fromkeys(hallu))
-    words, truth_names, hallu_names = vocab.words, _name_table(truth, vocab, amber_order), _name_table(hallu, vocab, amber_order)
+    if cover_rule not in COVER_RULES: raise ValueError(f"unknown cover_rule {cover_rule!r}; choose one of {COVER_RULES}")
+    if cover_rule == "distinct": truth, hallu = tuple(dict.fromkeys(truth)), tuple(dict.fromkeys(hallu))
+    words, truth_names, hallu_names = vocab.words, _name_table(truth, vocab, cover_rule), _name_table(hallu, vocab, cover_rule)
     first = lambda table, test: next((i for w, i in table if test(w)), None)
     mentions = [n for n in nouns if n in words]
     hallucinated, covered, cog = [], set(), set()
@@ -281,7 +284,7 @@ GEN_COLUMNS = ["id", "response", "mentions", "hallucinated", "covered", "cog", "
 
 def judge_descriptions(responses: pd.DataFrame, # id and response, for generative ids (failed calls have response None)
                        annotations: AmberAnnotations, vocab: AmberVocab,
-                       similar: Callable[[str, str], bool] | None = None, amber_order: bool = False) -> pd.DataFrame:
+                       similar: Callable[[str, str], bool] | None = None, cover_rule: str = "amber") -> pd.DataFrame:
     "One row per answered description with `judge_description`'s verdict; failed calls are left out (count them apart)."
     rows = []
     ok = responses[responses.response.notna()]
@@ -289,7 +292,7 @@ def judge_descriptions(responses: pd.DataFrame, # id and response, for generativ
     for rid, text, doc in zip(ok.id, ok.response, docs):
         a = annotations[rid]
         nouns = [t.lemma_.lower() for t in doc if t.tag_.startswith("NN")]
-        rows.append({"id": rid, "response": text, **judge_description(nouns, a["truth"], a["hallu"], vocab, similar, amber_order),
+        rows.append({"id": rid, "response": text, **judge_description(nouns, a["truth"], a["hallu"], vocab, similar, cover_rule),
                      "n_words": len(text.split())})
     return pd.DataFrame(rows, columns=GEN_COLUMNS)
 
@@ -442,16 +445,17 @@ def score_responses(responses: pd.DataFrame, # id, response (output of `load_amb
                     similar: Callable[[str, str], bool] | None = None,
                     cluster: Mapping[int, str] | None = None, # query id -> image, to resample an image's questions together
                     seed: int = 0, n_boot: int = 1000,
-                    amber_order: bool = False) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+                    cover_rule: str = "amber") -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     "(result dict, generative rows, discriminative rows) for responses to AMBER-format questions."
+    if cover_rule not in COVER_RULES: raise ValueError(f"unknown cover_rule {cover_rule!r}; choose one of {COVER_RULES}")
     known = responses.id.isin(list(annotations.records))
     unknown = responses[~known]
     kinds = responses[known].id.map(lambda i: annotations[i]["kind"])
     gen_resp, disc_resp = responses[known][kinds == "generative"], responses[known][kinds != "generative"]
-    gen = judge_descriptions(gen_resp, annotations, vocab, similar, amber_order)
+    gen = judge_descriptions(gen_resp, annotations, vocab, similar, cover_rule)
     disc = judge_answers(disc_resp, annotations, parser, policy)
     if cluster is not None: disc["image"] = disc.id.map(cluster)
-    result = {"scorer": "amber", "parser": parser, "policy": policy, "near_synonyms": similar is not None, "amber_order": amber_order,
+    result = {"scorer": "amber", "parser": parser, "policy": policy, "near_synonyms": similar is not None, "cover_rule": cover_rule,
               "seed": seed, "n_boot": n_boot, "units": "percent", "n_responses": len(responses),
               "unknown_ids": {"count": len(unknown), "records": unknown["where"].tolist()[:20] if "where" in unknown else unknown.id.tolist()[:20]},
               "unanswered": len(set(annotations.records) - set(responses.id)),
@@ -476,7 +480,7 @@ def score_amber(input_path: str | Path | Iterable[dict], # AMBER response file [
                 policy: str | None = None, # unreadable yes/no answers: None (wrong, as AMBER), negative, positive, exclude
                 seed: int = 0, n_boot: int = 1000, # bootstrap CIs
                 similar: Callable[[str, str], bool] | None = None, # near-synonym test (`spacy_similarity`); None: lists only
-                amber_order: bool = False # AMBER's lookup order and repeated objects in Cover (see `judge_description`)
+                cover_rule: str = "amber" # "amber" (AMBER's figures) or "distinct" (objects once; see `judge_description`)
                ) -> dict:
     "AMBER's generative and discriminative metrics (%) of a response file, as a JSON-serialisable dict."
     ann_path, rel_path, safe_path = _amber_files(labels, vocab)
@@ -484,7 +488,7 @@ def score_amber(input_path: str | Path | Iterable[dict], # AMBER response file [
     v = load_amber_vocab(rel_path, safe_path)
     responses = load_amber_responses(input_path)
     if responses.empty: raise ValueError(f"no responses to score in {responses.attrs['stats'].source}")
-    result, _, _ = score_responses(responses, annotations, v, parser, policy, similar, None, seed, n_boot, amber_order)
+    result, _, _ = score_responses(responses, annotations, v, parser, policy, similar, None, seed, n_boot, cover_rule)
     result["files"] = {"annotations": str(ann_path), "annotations_sha256": dataset_hash(ann_path),
                        "vocab": str(rel_path), "safe_words": None if safe_path is None else str(safe_path)}
     return result

@@ -1,11 +1,12 @@
 """AMBER on its own published files (excerpts in tests/fixtures/amber/, see its README section): the loaders read
-them as published, and `mmresearch score amber` gives the hand-checked figures on a response file in AMBER's format."""
+them as published, and `mmresearch score amber` gives the hand-checked figures on a response file in AMBER's format —
+by default the figures AMBER's own inference.py prints (cover_rule="amber"), with the distinct rule as the option."""
 import json
 from pathlib import Path
 
 import pytest
 
-from mmresearch.amber import load_amber_annotations, load_amber_queries, load_amber_responses, load_amber_vocab
+from mmresearch.amber import load_amber_annotations, load_amber_queries, load_amber_responses, load_amber_vocab, score_amber
 from mmresearch.cli import main
 from mmresearch.datasets import DataFormatError
 
@@ -38,9 +39,20 @@ def test_cli_scores_a_response_file_with_the_hand_checked_figures(capsys):
     assert res["as_printed"]["overall"] == {"Accuracy": 57.5, "Precision": 84.6, "Recall": 44.0, "F1": 57.9}
     assert res["as_printed"]["existence"] == {"Accuracy": 70.0, "Precision": 100.0, "Recall": 70.0, "F1": 82.3}
     assert res["as_printed"]["attribute"] == {"Accuracy": 53.8, "Precision": 74.9, "Recall": 23.1, "F1": 35.3}
-    assert res["as_printed"]["generative"] == {"CHAIR": 31.2, "Cover": 62.5, "Hal": 100.0, "Cog": 40.0}
+    assert res["as_printed"]["generative"] == {"CHAIR": 31.2, "Cover": 58.8, "Hal": 100.0, "Cog": 40.0}   # AMBER's inference.py
+    assert res["cover_rule"] == "amber" and res["generative"]["cover"] == pytest.approx(1000 / 17, abs=1e-5)
     assert res["discriminative"]["overall"]["f1"] == pytest.approx(2200 / 38, abs=1e-5)
     assert res["amber_score"] == pytest.approx((100 - 31.25 + 2200 / 38) / 2, abs=1e-5)
+
+
+def test_distinct_cover_rule_is_the_documented_alternative():
+    "AMBER_2's truth lists 'ship' twice: AMBER counts it twice in Cover (10/17), the distinct rule once (10/16)."
+    res = score_amber(FIX/"responses.json", labels=FIX, n_boot=0, cover_rule="distinct")
+    assert res["cover_rule"] == "distinct"
+    assert res["as_printed"]["generative"] == {"CHAIR": 31.2, "Cover": 62.5, "Hal": 100.0, "Cog": 40.0}
+    assert res["generative"]["cover"] == pytest.approx(62.5, abs=1e-9)
+    with pytest.raises(ValueError, match="unknown cover_rule 'AMBER'"):
+        score_amber(FIX/"responses.json", labels=FIX, n_boot=0, cover_rule="AMBER")
 
 
 def test_cli_without_annotations_says_what_to_pass(capsys):
