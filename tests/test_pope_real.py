@@ -154,3 +154,20 @@ def test_llava15_intervals_resample_images():
     assert o["f1"] == q["f1"]                                                  # the estimate itself does not change
     width = lambda r, m: r[f"{m}_ci"][1] - r[f"{m}_ci"][0]
     assert 1.4 < width(o, "f1") / width(q, "f1") < 1.9 and 1.4 < width(o, "accuracy") / width(q, "accuracy") < 1.9
+
+
+@pytest.mark.parametrize("name, n_images", [("aokvqa_pope_seem_random_head.json", 1), ("gqa_pope_seem_adversarial_head.json", 1),
+                                            ("coco_pope_adversarial_head.jsonl", 2)])
+def test_published_label_files_cluster_by_image(name, n_images):
+    """Every record of POPE's question files, SEEM ones included, names its image in `image` (checked at every commit
+    of AoiDragon/POPE up to 08d957b: "imange" is only ever a typo in question text, e.g. line 11 of the COCO head), so
+    intervals resample images whether answers join by question_id or, in POPE's documented format, by line order."""
+    path = REAL/name
+    qs = [json.loads(l) for l in path.read_text().splitlines()] if name.endswith(".jsonl") else json.loads(path.read_text())
+    assert all(isinstance(q.get("image"), str) and "imange" not in q for q in qs)
+    by_id = score_pope([{"question_id": q["question_id"], "text": "Yes"} for q in qs], labels=path, n_boot=50)
+    by_line = score_pope([{"question": q["text"], "answer": "No"} for q in qs], labels=path, n_boot=50)
+    assert (by_id["matched_by"], by_line["matched_by"]) == ("question_id", "line order")
+    for res in (by_id, by_line):
+        groups = [res["overall"], *res["by_category"].values()]
+        assert [(g["n"], g["cluster"], g["n_clusters"]) for g in groups] == [(len(qs), "image", n_images)] * 2
