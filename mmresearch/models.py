@@ -9,6 +9,7 @@ import asyncio
 import email.utils
 import functools
 import hashlib
+import importlib.util
 import inspect
 import os
 import queue
@@ -246,9 +247,13 @@ def folder_hash(folder: Path, patterns: tuple[str, ...] = MODEL_FILES) -> str:
 # %% ../nbs/02_models.ipynb #d2916a04
 @functools.cache
 def torchvision_usable() -> bool:
-    "Whether torchvision imports (a CUDA build beside a CPU-only torch does not)."
+    "Whether torchvision is installed; one that is installed but cannot import is an error that names the fix."
+    if importlib.util.find_spec("torchvision") is None: return False
     try: import torchvision  # noqa: F401
-    except Exception: return False
+    except Exception as e:   # transformers' own image code imports it whenever it is installed, and fails the same way
+        raise RuntimeError(f"torchvision is installed but does not import ({type(e).__name__}: {e}); it was built for "
+                           "another torch (the registry's wheels are CUDA builds), and transformers cannot process images "
+                           "beside it. Uninstall it (pip uninstall torchvision): mmresearch does not need it.") from None
     return True
 
 class NoVideoProcessor:
@@ -278,9 +283,10 @@ def image_only_processor_class(processor_class: type) -> type:
 def load_processor(model_id: str | Path, # a local folder or a hub id
                    **kw) -> Any: # passed to `from_pretrained` (revision, local_files_only)
     "The model's processor: `AutoProcessor` as published, or without a working torchvision the same one for images only."
+    with_video = torchvision_usable()   # first: a broken torchvision makes transformers' imports fail obscurely
     from transformers import AutoConfig, AutoProcessor
     from transformers.models.auto.processing_auto import PROCESSOR_MAPPING_NAMES, processor_class_from_name
-    if torchvision_usable(): return AutoProcessor.from_pretrained(model_id, **kw)
+    if with_video: return AutoProcessor.from_pretrained(model_id, **kw)
     name = PROCESSOR_MAPPING_NAMES.get(AutoConfig.from_pretrained(model_id, **kw).model_type)
     cls = processor_class_from_name(name) if isinstance(name, str) else None
     if cls is None or image_only_processor_class(cls) is cls: return AutoProcessor.from_pretrained(model_id, **kw)
@@ -405,6 +411,7 @@ class HFModel:
     def load(self) -> tuple[Any, Any]:
         "Load (once) and return the processor and the model, in eval mode on `device`."
         if self._loaded is None:
+            torchvision_usable()   # a torchvision that cannot import is a clear error before transformers trips on it
             import torch
             from transformers import AutoModelForImageTextToText
             from transformers.utils import logging as hf_logging

@@ -2,7 +2,10 @@
 offline into a temporary folder) load through `load_model`, get a well-formed prompt, and answer the same in a batch
 as alone, with static and continuous batching and mixed token limits."""
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -120,3 +123,18 @@ def test_text_only_request_beside_image_requests(families, name):
     reqs = requests()[:2] + [Request([user("say hello")], max_new_tokens=3)]
     batched = answers(HFModel(families[name], batch_size=4), reqs)
     assert batched == [answers(HFModel(families[name], batch_size=1), [r])[0] for r in reqs]
+
+
+def test_broken_torchvision_is_a_clear_error(families, tmp_path):
+    "A torchvision built for another torch (as the registry's CUDA wheels beside a CPU torch) fails with the fix named."
+    broken = tmp_path/"site"
+    (broken/"torchvision").mkdir(parents=True)
+    (broken/"torchvision"/"__init__.py").write_text('raise RuntimeError("operator torchvision::nms does not exist")\n')
+    (broken/"torchvision-0.28.0.dist-info").mkdir()
+    (broken/"torchvision-0.28.0.dist-info"/"METADATA").write_text("Metadata-Version: 2.1\nName: torchvision\nVersion: 0.28.0\n")
+    code = f"from mmresearch.models import HFModel; HFModel({str(families['qwen2_vl'])!r}).load()"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(broken)})
+    assert run.returncode != 0
+    assert "torchvision is installed but does not import (RuntimeError: operator torchvision::nms" in run.stderr, run.stderr[-2000:]
+    assert "pip uninstall torchvision" in run.stderr
