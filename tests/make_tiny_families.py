@@ -130,7 +130,7 @@ def qwen2_vl(folder: Path, qwen25: bool = False) -> Path:
     model = _seeded(cfg_cls, model_cls, text_config=text, vision_config=vision, image_token_id=ids["<|image_pad|>"],
                     video_token_id=ids["<|video_pad|>"], vision_start_token_id=ids["<|vision_start|>"],
                     vision_end_token_id=ids["<|vision_end|>"])
-    image_processor = Qwen2VLImageProcessorPil(size={"shortest_edge": 56 * 56, "longest_edge": 56 * 56}, patch_size=14,
+    image_processor = Qwen2VLImageProcessorPil(size={"shortest_edge": 56 * 56, "longest_edge": 84 * 84}, patch_size=14,
                                                merge_size=2, temporal_patch_size=2)
     proc = _image_only(proc_cls)(image_processor=image_processor, tokenizer=tok, chat_template=CHATML_QWEN_VL)
     return _save(folder, model, proc, "Qwen2VLVideoProcessor")

@@ -108,16 +108,6 @@ def test_fingerprint_follows_chat_template_json(families, tmp_path):
     assert HFModel(folder).fingerprint not in (before, after)
 
 
-def test_template_json_layout_still_loads(families, tmp_path):
-    folder = shutil.copytree(families["llava_15"], tmp_path/"llava")
-    template = (folder/"chat_template.jinja").read_text()
-    (folder/"chat_template.jinja").unlink()
-    (folder/"chat_template.json").write_text(json.dumps({"chat_template": template}))
-    m = HFModel(folder)
-    assert m.load()[0].chat_template == template
-    assert answers(m, requests()[:2]) == answers(HFModel(families["llava_15"]), requests()[:2])
-
-
 @pytest.mark.parametrize("name", [n for n in FAMILIES if n != "paligemma"])   # PaliGemma's processor requires an image
 def test_text_only_request_beside_image_requests(families, name):
     reqs = requests()[:2] + [Request([user("say hello")], max_new_tokens=3)]
@@ -138,3 +128,25 @@ def test_broken_torchvision_is_a_clear_error(families, tmp_path):
     assert run.returncode != 0
     assert "torchvision is installed but does not import (RuntimeError: operator torchvision::nms" in run.stderr, run.stderr[-2000:]
     assert "pip uninstall torchvision" in run.stderr
+
+
+def older_layout(folder: Path, dest: Path) -> Path:
+    "A copy of `folder` in the layout most published checkpoints have: preprocessor_config.json, chat_template.json."
+    dest = shutil.copytree(folder, dest)
+    settings = json.loads((dest/"processor_config.json").read_text())
+    image = {**settings.pop("image_processor"), "processor_class": settings["processor_class"]}
+    (dest/"preprocessor_config.json").write_text(json.dumps(image, indent=2))
+    (dest/"processor_config.json").write_text(json.dumps(settings, indent=2))
+    if (dest/"chat_template.jinja").exists():
+        template = (dest/"chat_template.jinja").read_text()
+        (dest/"chat_template.jinja").unlink()
+        (dest/"chat_template.json").write_text(json.dumps({"chat_template": template}))
+    return dest
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_older_hub_layout_gives_the_same_answers(families, name, tmp_path):
+    old = HFModel(older_layout(families[name], tmp_path/name))
+    assert old.fingerprint != HFModel(families[name]).fingerprint
+    reqs = requests()[:3]
+    assert answers(old, reqs) == answers(HFModel(families[name]), reqs)
