@@ -25,10 +25,10 @@ from typing import Any, Awaitable, Callable, Iterator, Protocol, Sequence, runti
 from .core import ImageDecodeError, ImageRef, Message, Request, Response, redact, register_secret_env, stable_hash
 
 # %% auto #0
-__all__ = ['SCRIPTS', 'MODEL_FILES', 'MODEL_KINDS', 'Model', 'ScriptedModel', 'to_openai_messages', 'classify_openai_error',
-           'retry_after_s', 'OpenAIChatModel', 'folder_hash', 'torchvision_usable', 'NoVideoProcessor',
-           'image_only_processor_class', 'load_processor', 'generate_in_batches', 'default_device', 'DecodeRow',
-           'DecodeBatch', 'HFModel', 'tiny_model_path', 'parse_model_spec', 'load_model']
+__all__ = ['SCRIPTS', 'MODEL_FILES', 'CONTINUOUS_FAMILIES', 'MODEL_KINDS', 'Model', 'ScriptedModel', 'to_openai_messages',
+           'classify_openai_error', 'retry_after_s', 'OpenAIChatModel', 'folder_hash', 'torchvision_usable',
+           'NoVideoProcessor', 'image_only_processor_class', 'load_processor', 'generate_in_batches', 'default_device',
+           'DecodeRow', 'DecodeBatch', 'HFModel', 'tiny_model_path', 'parse_model_spec', 'load_model']
 
 # %% ../nbs/02_models.ipynb #6f0e92c8
 @runtime_checkable
@@ -378,6 +378,11 @@ class DecodeBatch:
         self.rows, self.mask, self.last = [self.rows[r] for r in idx], mask[:, start:], self.last[i]
         for layer in self.cache.layers: layer.keys, layer.values = layer.keys[i, :, start:], layer.values[i, :, start:]
 
+# families whose greedy decoding `DecodeBatch` runs exactly, with the decoders they come with; not Qwen2-VL/2.5-VL
+# (3-D rotary positions), Gemma 3 (sliding-window cache layers), Llama 3.2 Vision (cross-attention cache), PaliGemma
+CONTINUOUS_FAMILIES = {family: ("llama", "mistral", "qwen2")
+                       for family in ("llava", "llava_next", "llava_onevision", "idefics3", "smolvlm", "internvl")}
+
 class HFModel:
     "A local transformers vision-language model (`AutoModelForImageTextToText`), batched, greedy by default."
     def __init__(self,
@@ -441,10 +446,10 @@ class HFModel:
         return generate_in_batches(reqs, self.batch_size, self._generate_batch)
 
     def _continuous_ok(self) -> bool:
-        "Continuous batching is on and the model is a LLaVA with a Llama decoder (1-D positions, a plain KV cache)."
+        "Continuous batching is on and the model's decoder has 1-D positions and a plain KV cache (`CONTINUOUS_FAMILIES`)."
         if not self.continuous: return False
         cfg = self.load()[1].config
-        return cfg.model_type == "llava" and cfg.text_config.model_type == "llama"
+        return cfg.text_config.model_type in CONTINUOUS_FAMILIES.get(cfg.model_type, ())
 
     def _conversation(self, r: Request) -> tuple[list[dict], list]:
         conv, images = [], []

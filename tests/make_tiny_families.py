@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 SEED = 0
+INIT_RANGE = 0.2   # 10x the usual: answers then depend on positions and pictures, so batching errors show in them
 
 # --- tokenizer -----------------------------------------------------------------------------------------------------
 
@@ -45,10 +46,10 @@ def vocab_size(tok) -> int:
 # --- small configs ---------------------------------------------------------------------------------------------------
 
 def llama_text(tok, **kw) -> dict:
-    "A two-layer Llama-style decoder config for `tok`."
+    "A two-layer Llama-style decoder config for `tok`, initialised with weights large enough to make attention matter."
     return dict(vocab_size=vocab_size(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                 num_key_value_heads=2, max_position_embeddings=512, bos_token_id=tok.bos_token_id,
-                eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **kw)
+                eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, initializer_range=INIT_RANGE, **kw)
 
 def siglip_vision(image_size: int, patch_size: int) -> dict:
     return dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
@@ -213,12 +214,14 @@ def gemma3(folder: Path) -> Path:
                 "<image_soft_token>"]
     tok = byte_tokenizer(specials, "<bos>", "<eos>", "<pad>", add_bos=True, unk="<unk>",
                          extra={"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>", "image_token": "<image_soft_token>"})
-    text = llama_text(tok, head_dim=8, query_pre_attn_scalar=8, sliding_window=64, layer_types=["sliding_attention", "full_attention"])
+    # untied output layer: with Gemma's scaled embeddings, a random tied one just repeats the prompt's last token
+    text = llama_text(tok, head_dim=8, query_pre_attn_scalar=8, sliding_window=64, layer_types=["sliding_attention", "full_attention"],
+                      tie_word_embeddings=False)
     model = _seeded(T.Gemma3Config, T.Gemma3ForConditionalGeneration, text_config=text, vision_config=siglip_vision(32, 8),
                     mm_tokens_per_image=4, boi_token_index=tok.convert_tokens_to_ids("<start_of_image>"),
                     eoi_token_index=tok.convert_tokens_to_ids("<end_of_image>"),
                     image_token_index=tok.convert_tokens_to_ids("<image_soft_token>"),
-                    eos_token_id=[tok.eos_token_id, tok.convert_tokens_to_ids("<end_of_turn>")])
+                    eos_token_id=[tok.eos_token_id, tok.convert_tokens_to_ids("<end_of_turn>")], tie_word_embeddings=False)
     image_processor = Gemma3ImageProcessorPil(size={"height": 32, "width": 32})
     proc = T.Gemma3Processor(image_processor=image_processor, tokenizer=tok, chat_template=GEMMA3, image_seq_length=4)
     return _save(folder, model, proc)
@@ -229,9 +232,10 @@ def paligemma(folder: Path) -> Path:
     from transformers.models.siglip.image_processing_pil_siglip import SiglipImageProcessorPil
     specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<image>"]
     tok = byte_tokenizer(specials, "<bos>", "<eos>", "<pad>", add_bos=True, unk="<unk>", extra={"image_token": "<image>"})
-    text = dict(llama_text(tok, head_dim=8), model_type="gemma")
+    text = dict(llama_text(tok, head_dim=8, tie_word_embeddings=False), model_type="gemma")   # untied: see gemma3
     model = _seeded(T.PaliGemmaConfig, T.PaliGemmaForConditionalGeneration, text_config=text, vision_config=siglip_vision(32, 8),
-                    image_token_index=tok.convert_tokens_to_ids("<image>"), projection_dim=32, hidden_size=32)
+                    image_token_index=tok.convert_tokens_to_ids("<image>"), projection_dim=32, hidden_size=32,
+                    tie_word_embeddings=False)
     image_processor = SiglipImageProcessorPil(size={"height": 32, "width": 32})
     image_processor.image_seq_length = 16
     proc = T.PaliGemmaProcessor(image_processor=image_processor, tokenizer=tok)

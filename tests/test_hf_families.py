@@ -16,6 +16,7 @@ from mmresearch.core import ImageRef, Request, user
 from mmresearch.models import HFModel, load_model, torchvision_usable
 
 VIDEO_FAMILIES = {"qwen2_vl", "qwen2_5_vl", "llava_onevision", "internvl", "smolvlm2"}  # their processors hold a video processor
+CONTINUOUS = {"llava_15", "llava_next", "llava_onevision", "internvl", "idefics3", "smolvlm2"}  # greedy by continuous batching
 BOS_IN_TEMPLATE = {"gemma3", "mllama", "idefics3", "smolvlm2"}  # the chat template writes BOS itself
 
 
@@ -60,10 +61,13 @@ def test_prompt_has_image_tokens_and_one_bos(families, name):
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_batched_greedy_equals_one_at_a_time(families, name, continuous):
     reqs = requests()
-    batched = answers(HFModel(families[name], batch_size=4, continuous=continuous), reqs)
+    model = HFModel(families[name], batch_size=4, continuous=continuous)
+    assert model._continuous_ok() == (continuous and name in CONTINUOUS)
+    batched = answers(model, reqs)
     alone = [answers(HFModel(families[name], batch_size=1, continuous=False), [r])[0] for r in reqs]
     assert batched == alone
     assert [n for _, n, _ in batched][-1] == 1 and sum(n for _, n, _ in batched) > 6   # limits obeyed, answers not empty
+    assert len({text[:2] for text, _, _ in batched}) >= 3, batched   # answers depend on the question and picture
 
 
 def test_video_families_load_without_torchvision(families):
@@ -150,3 +154,11 @@ def test_older_hub_layout_gives_the_same_answers(families, name, tmp_path):
     assert old.fingerprint != HFModel(families[name]).fingerprint
     reqs = requests()[:3]
     assert answers(old, reqs) == answers(HFModel(families[name]), reqs)
+
+
+def test_the_batching_check_can_fail(families):
+    "Forced onto Qwen2-VL, whose rotary positions are 3-D, continuous batching's 1-D positions change the answers."
+    forced = HFModel(families["qwen2_vl"], batch_size=4)
+    forced._continuous_ok = lambda: True
+    reqs = requests()
+    assert answers(forced, reqs) != [answers(HFModel(families["qwen2_vl"], batch_size=1), [r])[0] for r in reqs]
