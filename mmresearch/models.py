@@ -465,9 +465,10 @@ class HFModel:
         "A request's prompt and images: the chat template's rendering, or without a template (PaliGemma) the plain text."
         proc = self.load()[0]
         conv, images = self._conversation(r)
-        if proc.chat_template is None:   # the processor writes the family's own format (PaliGemma: BOS, newline)
+        template = proc.chat_template or getattr(proc.tokenizer, "chat_template", None)  # older checkpoints: the tokenizer's
+        if template is None:   # the processor writes the family's own format (PaliGemma: BOS, newline)
             return getattr(proc, "image_token", "") * len(images) + "\n".join(m.text for m in r.messages if m.text), images
-        return proc.apply_chat_template(conv, add_generation_prompt=True, tokenize=False), images
+        return proc.apply_chat_template(conv, chat_template=template, add_generation_prompt=True, tokenize=False), images
 
     def _prompts(self, reqs: list[Request], out: list) -> list[tuple[int, str, list]]:
         "(index, prompt, images) of each request whose prompt could be built; the others get a failed `Response` in `out`."

@@ -162,3 +162,15 @@ def test_the_batching_check_can_fail(families):
     forced._continuous_ok = lambda: True
     reqs = requests()
     assert answers(forced, reqs) != [answers(HFModel(families["qwen2_vl"], batch_size=1), [r])[0] for r in reqs]
+
+
+def test_template_kept_in_tokenizer_config(families, tmp_path):
+    "Some checkpoints keep the chat template only in tokenizer_config.json; it is used, not the plain-text fallback."
+    folder = shutil.copytree(families["mllama"], tmp_path/"mllama")
+    settings = json.loads((folder/"tokenizer_config.json").read_text())
+    settings["chat_template"] = (folder/"chat_template.jinja").read_text()
+    (folder/"tokenizer_config.json").write_text(json.dumps(settings))
+    (folder/"chat_template.jinja").unlink()
+    moved, reqs = HFModel(folder), requests()[:3]
+    assert moved._prompts(reqs, [None] * 3) == HFModel(families["mllama"])._prompts(reqs, [None] * 3)
+    assert answers(moved, reqs) == answers(HFModel(families["mllama"]), reqs)
