@@ -20,6 +20,11 @@ CONTINUOUS = {"llava_15", "llava_next", "llava_onevision", "internvl", "idefics3
 BOS_IN_TEMPLATE = {"gemma3", "mllama", "idefics3", "smolvlm2"}  # the chat template writes BOS itself
 
 
+def hf(folder, **kw) -> HFModel:
+    "The model in `folder` on the CPU: on a GPU, kernels may differ with the batch shape, which is another question."
+    return HFModel(folder, device="cpu", **kw)
+
+
 @pytest.fixture(scope="module")
 def families(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("families")
@@ -41,7 +46,7 @@ def answers(model: HFModel, reqs: list[Request]) -> list[tuple]:
 
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_prompt_has_image_tokens_and_one_bos(families, name):
-    m = load_model({"kind": "hf", "model_id": str(families[name])})
+    m = load_model({"kind": "hf", "model_id": str(families[name]), "device": "cpu"})
     proc = m.load()[0]
     out = [None]
     group = m._prompts(requests()[:1], out)
@@ -61,10 +66,10 @@ def test_prompt_has_image_tokens_and_one_bos(families, name):
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_batched_greedy_equals_one_at_a_time(families, name, continuous):
     reqs = requests()
-    model = HFModel(families[name], batch_size=4, continuous=continuous)
+    model = hf(families[name], batch_size=4, continuous=continuous)
     assert model._continuous_ok() == (continuous and name in CONTINUOUS)
     batched = answers(model, reqs)
-    alone = [answers(HFModel(families[name], batch_size=1, continuous=False), [r])[0] for r in reqs]
+    alone = [answers(hf(families[name], batch_size=1, continuous=False), [r])[0] for r in reqs]
     assert batched == alone
     assert [n for _, n, _ in batched][-1] == 1 and sum(n for _, n, _ in batched) > 6   # limits obeyed, answers not empty
     assert len({text[:2] for text, _, _ in batched}) >= 3, batched   # answers depend on the question and picture
@@ -73,7 +78,7 @@ def test_batched_greedy_equals_one_at_a_time(families, name, continuous):
 def test_video_families_load_without_torchvision(families):
     if torchvision_usable(): pytest.skip("torchvision works here: processors load through AutoProcessor as published")
     for name in VIDEO_FAMILIES:
-        proc = HFModel(families[name]).load()[0]
+        proc = hf(families[name]).load()[0]
         assert proc.get_attributes() == ["image_processor", "tokenizer"], (name, proc.get_attributes())
         assert type(proc).__name__ == json.loads((families[name]/"processor_config.json").read_text())["processor_class"]
 
@@ -81,7 +86,7 @@ def test_video_families_load_without_torchvision(families):
 def test_paligemma_without_chat_template_uses_its_own_format(families):
     folder = families["paligemma"]
     assert not list(folder.glob("chat_template*"))
-    m = HFModel(folder)
+    m = hf(folder)
     proc = m.load()[0]
     ids = m._encode(m._prompts(requests()[:1], [None]))["input_ids"][0].tolist()
     n = proc.image_seq_length
@@ -92,7 +97,7 @@ def test_paligemma_without_chat_template_uses_its_own_format(families):
 def test_template_error_is_a_failed_response_not_an_exception(families, tmp_path):
     folder = shutil.copytree(families["gemma3"], tmp_path/"gemma3")
     (folder/"chat_template.jinja").write_text("{{ raise_exception('System role not supported') }}")
-    out = HFModel(folder).generate(requests()[:2])
+    out = hf(folder).generate(requests()[:2])
     assert [r.error.kind for r in out] == ["model", "model"]
     assert "System role not supported" in out[0].error.message
 
@@ -103,20 +108,20 @@ def test_fingerprint_follows_chat_template_json(families, tmp_path):
     template = (folder/"chat_template.jinja").read_text()
     (folder/"chat_template.jinja").unlink()
     (folder/"chat_template.json").write_text(json.dumps({"chat_template": template}))
-    before = HFModel(folder).fingerprint
+    before = hf(folder).fingerprint
     (folder/"chat_template.json").write_text(json.dumps({"chat_template": template.replace("ASSISTANT:", "ASSISTANT: ")}))
-    after = HFModel(folder).fingerprint
+    after = hf(folder).fingerprint
     assert before != after
     (folder/"chat_template.json").unlink()
     (folder/"chat_template.jinja").write_text(template)
-    assert HFModel(folder).fingerprint not in (before, after)
+    assert hf(folder).fingerprint not in (before, after)
 
 
 @pytest.mark.parametrize("name", [n for n in FAMILIES if n != "paligemma"])   # PaliGemma's processor requires an image
 def test_text_only_request_beside_image_requests(families, name):
     reqs = requests()[:2] + [Request([user("say hello")], max_new_tokens=3)]
-    batched = answers(HFModel(families[name], batch_size=4), reqs)
-    assert batched == [answers(HFModel(families[name], batch_size=1), [r])[0] for r in reqs]
+    batched = answers(hf(families[name], batch_size=4), reqs)
+    assert batched == [answers(hf(families[name], batch_size=1), [r])[0] for r in reqs]
 
 
 def test_broken_torchvision_is_a_clear_error(families, tmp_path):
@@ -150,18 +155,18 @@ def older_layout(folder: Path, dest: Path) -> Path:
 
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_older_hub_layout_gives_the_same_answers(families, name, tmp_path):
-    old = HFModel(older_layout(families[name], tmp_path/name))
-    assert old.fingerprint != HFModel(families[name]).fingerprint
+    old = hf(older_layout(families[name], tmp_path/name))
+    assert old.fingerprint != hf(families[name]).fingerprint
     reqs = requests()[:3]
-    assert answers(old, reqs) == answers(HFModel(families[name]), reqs)
+    assert answers(old, reqs) == answers(hf(families[name]), reqs)
 
 
 def test_the_batching_check_can_fail(families):
     "Forced onto Qwen2-VL, whose rotary positions are 3-D, continuous batching's 1-D positions change the answers."
-    forced = HFModel(families["qwen2_vl"], batch_size=4)
+    forced = hf(families["qwen2_vl"], batch_size=4)
     forced._continuous_ok = lambda: True
     reqs = requests()
-    assert answers(forced, reqs) != [answers(HFModel(families["qwen2_vl"], batch_size=1), [r])[0] for r in reqs]
+    assert answers(forced, reqs) != [answers(hf(families["qwen2_vl"], batch_size=1), [r])[0] for r in reqs]
 
 
 def test_template_kept_in_tokenizer_config(families, tmp_path):
@@ -171,6 +176,6 @@ def test_template_kept_in_tokenizer_config(families, tmp_path):
     settings["chat_template"] = (folder/"chat_template.jinja").read_text()
     (folder/"tokenizer_config.json").write_text(json.dumps(settings))
     (folder/"chat_template.jinja").unlink()
-    moved, reqs = HFModel(folder), requests()[:3]
-    assert moved._prompts(reqs, [None] * 3) == HFModel(families["mllama"])._prompts(reqs, [None] * 3)
-    assert answers(moved, reqs) == answers(HFModel(families["mllama"]), reqs)
+    moved, reqs = hf(folder), requests()[:3]
+    assert moved._prompts(reqs, [None] * 3) == hf(families["mllama"])._prompts(reqs, [None] * 3)
+    assert answers(moved, reqs) == answers(hf(families["mllama"]), reqs)
