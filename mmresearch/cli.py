@@ -13,8 +13,6 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-import yaml
-
 # %% auto #0
 __all__ = ['SCORERS', 'get_scorer', 'format_table', 'cmd_score', 'parse_only', 'suite_members', 'cmd_sweep', 'cmd_main',
            'build_parser', 'main']
@@ -50,15 +48,16 @@ def format_table(d: dict) -> str:
 
 def cmd_score(kind: str, input: str, table: bool = False,
               **options) -> dict: # scorer options given on the command line (None = not given)
-    "Score a predictions file with the scorer `kind`, print JSON (and a table), return the result."
+    "Score a predictions file with the scorer `kind`, print strict JSON (and a table), return the result."
     scorer = get_scorer(kind)
     accepted = inspect.signature(scorer).parameters
     opts = {k: v for k, v in options.items() if v is not None}
     for k in opts:
         if k not in accepted: raise ValueError(f"scorer {kind!r} does not take --{k}")
     if not Path(input).exists(): raise FileNotFoundError(f"predictions file {input} does not exist")
+    from mmresearch.report import json_text
     result = scorer(input, **opts)
-    print(json.dumps(result, indent=2, sort_keys=True))
+    print(json_text(result))  # strict JSON: a metric with no value (NaN) is null
     if table: print(format_table(result))
     return result
 
@@ -75,8 +74,9 @@ def parse_only(pairs: Sequence[str]) -> dict[str, str]:
 # %% ../nbs/30_cli.ipynb #3cad0ebd
 def suite_members(path: str | Path) -> list[Path] | None:
     "The params files a suite file lists under `suite:` (resolved against its folder's project), or None for a sweep file."
+    from mmresearch.sweep import read_yaml
     path = Path(path)
-    raw = yaml.safe_load(path.read_text()) if path.exists() else None
+    raw = read_yaml(path) if path.exists() else None
     if not isinstance(raw, dict) or "suite" not in raw: return None
     extra = sorted(set(raw) - {"suite", "description"})
     if extra: raise ValueError(f"{path}: a suite file has only `suite:` (and `description:`), not {extra}")
@@ -93,7 +93,13 @@ def cmd_sweep(params: str, workers: int = 2, executor: str = "local", only: Sequ
     "Run one params file, or every member of a suite file; print failures and where the index is."
     from mmresearch.sweep import load_params, run_sweep
     files = suite_members(params) or [Path(params)]
-    for f in files: load_params(f)  # validate every member before anything runs
+    names: dict[str, Path] = {}
+    for f in files:  # validate every member before anything runs
+        spec = load_params(f)
+        if spec.name in names and names[spec.name] != spec.path:
+            raise ValueError(f"{params}: {names[spec.name]} and {spec.path} are both named {spec.name!r}; their reports would "
+                             f"overwrite each other in {Path(reports)/spec.name}: give one another `name:`")
+        names[spec.name] = spec.path
     results = []
     for f in files:
         res = run_sweep(f, workers=workers, executor=executor, only=parse_only(only), reports_dir=reports,
@@ -145,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 def main(argv: Sequence[str] | None = None) -> int:
-    "Entry point of the `mmresearch` console script; returns the exit code (1 when a run failed or input was bad)."
+    "Entry point of the `mmresearch` console script; returns the exit code (1 when a run or a summary failed, 2 for bad input)."
     a = build_parser().parse_args(argv)
     try:
         if a.command == "score":
@@ -153,9 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if a.command == "sweep":
             results = cmd_sweep(a.params, a.workers, a.executor, a.only, a.reports, a.scheduler, a.cache, not a.no_progress)
-            return 1 if any(r.failed for r in results) else 0
+            return 0 if all(r.ok for r in results) else 1
         results = cmd_main(a.workers, a.reports, a.cache, not a.no_progress)
-        return 1 if any(r.failed for r in results) else 0
+        return 0 if all(r.ok for r in results) else 1
     except (ValueError, KeyError, FileNotFoundError, ImportError) as e:
         print(f"mmresearch {a.command}: error: {e.args[0] if isinstance(e, KeyError) and e.args else e}", file=sys.stderr)
         return 2

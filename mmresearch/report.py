@@ -9,8 +9,11 @@ import base64
 import html
 import io
 import json
+import math
+import os
 import random
 import re
+import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -19,21 +22,53 @@ import pandas as pd
 from .core import ImageRef, canonical_json
 
 # %% auto #0
-__all__ = ['MANIFEST', 'SPAN_COLOURS', 'SWEEP_FILE', 'QUIET_KERNEL', 'read_manifest', 'write_manifest', 'figure_png',
+__all__ = ['MANIFEST', 'SPAN_COLOURS', 'NO_SCRIPT_META', 'SWEEP_FILE', 'QUIET_KERNEL', 'json_safe', 'json_text',
+           'write_text_atomic', 'write_json', 'read_json', 'read_manifest', 'write_manifest', 'figure_png',
            'show_figure', 'gallery_html', 'examples_gallery', 'highlight_spans', 'span_legend', 'notebook_html',
            'external_resources', 'flatten', 'manifest_html', 'nav_html', 'render_run', 'read_sweep', 'load_sweep',
-           'condition_label', 'metric_table', 'plot_metric', 'summary_notebook', 'render_summary', 'runs_links_html',
-           'headline_value', 'render_index']
+           'condition_label', 'metric_table', 'plot_metric', 'md_text', 'md_code', 'summary_notebook', 'render_summary',
+           'runs_links_html', 'headline_value', 'render_index']
 
 # %% ../nbs/21_report.ipynb #59129d39
 MANIFEST = "manifest.json"
 
+def json_safe(obj: Any) -> Any:
+    "`obj` with NaN and ±inf as None and numpy scalars as Python numbers, through dicts, lists and tuples: strict JSON."
+    if isinstance(obj, dict): return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)): return [json_safe(v) for v in obj]
+    if hasattr(obj, "item") and getattr(obj, "shape", None) == (): obj = obj.item()   # numpy scalar
+    if isinstance(obj, float) and not math.isfinite(obj): return None
+    return obj
+
+def json_text(obj: Any, indent: int | None = 2) -> str:
+    "Strict JSON text of `obj` (NaN and inf written as null), keys sorted."
+    return json.dumps(json_safe(obj), indent=indent, sort_keys=True, ensure_ascii=False, allow_nan=False)
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    "Write `text` to a temporary file beside `path`, then rename it over `path`: a reader sees the old file or the new, never half."
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f: f.write(text); f.flush(); os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True); raise
+    return path
+
+def write_json(path: str | Path, obj: Any) -> Path:
+    "Write `obj` as strict JSON to `path`, atomically."
+    return write_text_atomic(path, json_text(obj) + "\n")
+
+def read_json(path: str | Path) -> Any:
+    "The JSON in `path`; a truncated or invalid file is a ValueError naming it."
+    p = Path(path)
+    try: return json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise ValueError(f"{p} is not valid JSON ({e}); delete it or restore it") from e
+
 def read_manifest(run_dir: str | Path) -> dict:
     "The run's `manifest.json` as a dict (empty when the run has none yet)."
     p = Path(run_dir)/MANIFEST
-    if not p.exists(): return {}
-    try: return json.loads(p.read_text())
-    except json.JSONDecodeError as e: raise ValueError(f"{p} is not valid JSON: {e}") from e
+    return read_json(p) if p.exists() else {}
 
 def write_manifest(output_dir: str | Path, # the run's output folder
                    **fields) -> Path: # study facts: dataset hashes, fingerprints, prompt hashes, decoding, seeds, cache hits
@@ -44,8 +79,7 @@ def write_manifest(output_dir: str | Path, # the run's output folder
     out = Path(output_dir); out.mkdir(parents=True, exist_ok=True)
     m = read_manifest(out)
     m["study"] = {**m.get("study", {}), **json.loads(canonical_json(fields))}
-    (out/MANIFEST).write_text(json.dumps(m, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-    return out/MANIFEST
+    return write_json(out/MANIFEST, m)
 
 # %% ../nbs/21_report.ipynb #2c965df2
 def figure_png(fig, dpi: int = 100) -> bytes:
@@ -126,8 +160,11 @@ def span_legend(colours: dict[str, str] = SPAN_COLOURS) -> str:
         f'<mark style="background:{c}">{html.escape(k)}</mark>' for k, c in colours.items()) + "</p>")
 
 # %% ../nbs/21_report.ipynb #c97f369b
+NO_SCRIPT_META = ('<meta http-equiv="Content-Security-Policy" '
+                  'content="script-src \'none\'; object-src \'none\'; base-uri \'none\'; form-action \'none\'">')
+
 _TEMPLATE = """{%- extends 'index.html.j2' -%}
-{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block html_head_js -%}""" + NO_SCRIPT_META + """{%- endblock html_head_js -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {% block data_png scoped %}
@@ -202,17 +239,16 @@ def render_run(run_dir: str | Path) -> Path:
     page = notebook_html(nb, title, before=[nav_html(("all sweeps", "../../index.html"), ("sweep summary", "../summary.html"),
                                                      ("executed notebook", "run.ipynb")) + banner],
                          after=[manifest_html(m, "Run manifest")])
-    (run_dir/"run.html").write_text(page)
-    return run_dir/"run.html"
+    return write_text_atomic(run_dir/"run.html", page)
 
 # %% ../nbs/21_report.ipynb #b77dbc5e
 SWEEP_FILE = "sweep.json"
 
 def read_sweep(sweep_dir: str | Path) -> dict:
-    "The sweep's `sweep.json`."
+    "The sweep's `sweep.json`; a truncated or invalid one is a ValueError naming it."
     p = Path(sweep_dir)/SWEEP_FILE
     if not p.exists(): raise FileNotFoundError(f"{p} does not exist: is {Path(sweep_dir)} a sweep's report folder?")
-    return json.loads(p.read_text())
+    return read_json(p)
 
 def load_sweep(sweep_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     "(runs, metrics): one row per run with its grid values and status; every run's metrics rows with its grid values."
@@ -261,6 +297,9 @@ def plot_metric(metrics: pd.DataFrame, metric: str, by: Sequence[str], title: st
     if df.empty: raise KeyError(f"no rows for metric {metric!r}")
     df["condition"] = df.apply(condition_label, axis=1, keys=list(by))
     df = df.groupby("condition", sort=False, as_index=False).first()   # one row per condition (the overall row)
+    missing = list(df.loc[df["value"].isna(), "condition"])
+    df = df[df["value"].notna()].reset_index(drop=True)
+    if df.empty: raise ValueError(f"metric {metric!r} has no value (NaN) in every condition: nothing to plot")
     fig, ax = plt.subplots(figsize=(6.5, 0.5 + 0.45 * len(df)))
     y = range(len(df))
     if {"ci_low", "ci_high"} <= set(df.columns) and df["ci_low"].notna().all():
@@ -272,11 +311,20 @@ def plot_metric(metrics: pd.DataFrame, metric: str, by: Sequence[str], title: st
     ax.set_title(title or f"{metric} by condition"); ax.grid(axis="x", alpha=.3)
     hi, lo = df.loc[df["value"].idxmax()], df.loc[df["value"].idxmin()]
     alt = (f"Point-range chart of {metric} for {len(df)} conditions with 95% confidence intervals. "
-           f"Highest: {hi['condition']} at {hi['value']:.3f}; lowest: {lo['condition']} at {lo['value']:.3f}.")
+           f"Highest: {hi['condition']} at {hi['value']:.3f}; lowest: {lo['condition']} at {lo['value']:.3f}."
+           + (f" No value for: {'; '.join(missing)}." if missing else ""))
     return fig, alt
 
 # %% ../nbs/21_report.ipynb #f30b75a0
 QUIET_KERNEL = ["--IPKernelApp.log_level=CRITICAL"]  # papermill kernels: no start-up warnings on the terminal of every run
+
+def md_text(v: Any) -> str:
+    "`v` as Markdown that shows as plain text: HTML characters as entities, Markdown punctuation backslash-escaped."
+    return re.sub(r"([\\`*_\[\]{}()#+!|~-])", r"\\\1", html.escape(str(v), quote=False))
+
+def md_code(v: Any) -> str:
+    "`v` as inline code inside Markdown, escaped (safe for any text, backticks included)."
+    return f"<code>{html.escape(str(v), quote=False)}</code>"
 
 def summary_notebook() -> nbformat.NotebookNode:
     "The generic sweep summary: runs, one table per metric across conditions, a figure of the headline metric."
@@ -287,26 +335,29 @@ def summary_notebook() -> nbformat.NotebookNode:
     cells = [
         params,
         code("from IPython.display import Markdown, display\n"
-             "from mmresearch.report import load_sweep, metric_table, plot_metric, read_sweep, show_figure\n"
+             "from mmresearch.report import load_sweep, md_code, md_text, metric_table, plot_metric, read_sweep, show_figure\n"
              "info = read_sweep(sweep_dir)\n"
              "runs, metrics = load_sweep(sweep_dir)\n"
              "by = [k for k in info.get('grid_keys', []) if k in metrics.columns and metrics[k].nunique() > 1]\n"
              "headline = info.get('headline') or (metrics['metric'].iloc[0] if len(metrics) else None)\n"
-             "display(Markdown(f\"# Sweep `{info['name']}`\\n\\n{info.get('description', '')}\\n\\n\"\n"
-             "                 f\"Notebook `{info.get('notebook')}`, {len(runs)} runs: \"\n"
-             "                 + ', '.join(f'{n} {s}' for s, n in runs['status'].value_counts().items()) + '.'))"),
+             "display(Markdown(f\"# Sweep {md_code(info['name'])}\\n\\n{md_text(info.get('description', ''))}\\n\\n\"\n"
+             "                 f\"Notebook {md_code(info.get('notebook'))}, {len(runs)} runs: \"\n"
+             "                 + ', '.join(f'{n} {md_text(s)}' for s, n in runs['status'].value_counts().items()) + '.'))"),
         md("## Runs"),
         code("runs.set_index('run')"),
         md("## Metrics by condition\n\nEach table gives the point estimate, its 95% confidence interval and the number of samples."),
         code("for metric in metrics['metric'].unique():\n"
-             "    display(Markdown(f'### {metric}'))\n"
+             "    display(Markdown(f'### {md_text(metric)}'))\n"
              "    display(metric_table(metrics, metric, by))"),
         md("## Headline metric"),
-        code("if headline is not None and len(metrics):\n"
+        code("values = metrics[(metrics['metric'] == headline) & metrics['value'].notna()]\n"
+             "if len(values):\n"
              "    fig, alt = plot_metric(metrics, headline, by, title=f\"{headline} across the conditions of {info['name']}\")\n"
              "    show_figure(fig, alt)\n"
-             "    best = metrics[metrics['metric'] == headline].sort_values('value').iloc[-1]\n"
-             "    display(Markdown(f\"The highest {headline} is {best['value']:.3f}, in run `{best['run']}`.\"))\n"
+             "    best = values.sort_values('value').iloc[-1]\n"
+             "    display(Markdown(f\"The highest {md_text(headline)} is {best['value']:.3f}, in run {md_code(best['run'])}.\"))\n"
+             "elif headline is not None and len(metrics):\n"
+             "    display(Markdown(f'No run has a value of {md_text(headline)} (missing or NaN in every run), so there is no figure.'))\n"
              "else:\n"
              "    display(Markdown('No run finished, so there is nothing to compare yet.'))"),
     ]
@@ -331,8 +382,7 @@ def render_summary(sweep_dir: str | Path, # the sweep's report folder
     page = notebook_html(nbformat.read(out, as_version=4), f"{info['name']}: summary",
                          before=[nav_html(("all sweeps", "../index.html"))],
                          after=[runs_links_html(info), manifest_html(sweep_manifest, "Sweep manifest")])
-    (sweep_dir/"summary.html").write_text(page)
-    return sweep_dir/"summary.html"
+    return write_text_atomic(sweep_dir/"summary.html", page)
 
 def runs_links_html(info: dict) -> str:
     "A list of links to every run page of a sweep, with its status."
@@ -360,9 +410,12 @@ def render_index(reports_dir: str | Path) -> Path:
     "Write `reports_dir/index.html` listing every sweep and its runs; returns its path."
     reports_dir = Path(reports_dir)
     sections = []
+    e = html.escape
     for sd in sorted(p.parent for p in reports_dir.glob(f"*/{SWEEP_FILE}")):
-        info = read_sweep(sd)
-        e, head, keys = html.escape, info.get("headline"), info.get("grid_keys", [])
+        try: info = read_sweep(sd)
+        except ValueError as err:   # another sweep's broken record must not hide the rest
+            sections.append(f'<section class="mmr-sweep"><h2>{e(sd.name)}</h2><p class="failed">{e(str(err))}</p></section>'); continue
+        head, keys = info.get("headline"), info.get("grid_keys", [])
         rows = []
         for r in info["runs"]:
             link = (f'<a href="{e(sd.name, quote=True)}/{e(r["run"], quote=True)}/run.html">{e(r["run"])}</a>'
@@ -378,7 +431,6 @@ def render_index(reports_dir: str | Path) -> Path:
                         f'<th>{e(head or "headline")} [95% CI]</th></tr>{"".join(rows)}</table></section>')
     body = "".join(sections) or "<p>No sweeps have been run yet.</p>"
     page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>mmresearch reports</title>'
-            f'<style>{_INDEX_CSS}</style></head><body><h1>mmresearch reports</h1>{body}</body></html>\n')
+            f'{NO_SCRIPT_META}<style>{_INDEX_CSS}</style></head><body><h1>mmresearch reports</h1>{body}</body></html>\n')
     reports_dir.mkdir(parents=True, exist_ok=True)
-    (reports_dir/"index.html").write_text(page)
-    return reports_dir/"index.html"
+    return write_text_atomic(reports_dir/"index.html", page)

@@ -5,9 +5,11 @@
 # %% ../nbs/20_sweep.ipynb #dc4acd56
 from __future__ import annotations
 
+import ast
+import contextlib
+import fcntl
 import importlib.metadata
 import itertools
-import json
 import os
 import platform
 import re
@@ -24,18 +26,22 @@ import yaml
 
 from .cache import project_root
 from .core import canonical_json, stable_hash
-from .report import MANIFEST, QUIET_KERNEL, SWEEP_FILE, read_manifest, read_sweep, render_index, render_run, render_summary
+from .report import (MANIFEST, QUIET_KERNEL, SWEEP_FILE, read_manifest, read_sweep, render_index, render_run,
+                               render_summary, write_json)
 
 # %% auto #0
-__all__ = ['SPEC_KEYS', 'RESERVED', 'OUTPUTS', 'PACKAGES', 'EXECUTORS', 'SweepSpec', 'load_params', 'Cell', 'run_name',
-           'check_secrets', 'expand_grid', 'select_cells', 'notebook_hash', 'module_closure', 'code_fingerprint',
-           'data_hash', 'cell_fingerprint', 'RunResult', 'run_job', 'git_info', 'package_versions', 'execute_local',
-           'execute_dask', 'SweepResult', 'is_current', 'run_sweep']
+__all__ = ['SPEC_KEYS', 'RESERVED', 'MAX_FAILED_SHARE', 'OUTPUTS', 'LOCK_FILE', 'PACKAGES', 'EXECUTORS', 'SweepSpec',
+           'param_types', 'read_yaml', 'load_params', 'Cell', 'run_name', 'check_secrets', 'expand_grid',
+           'select_cells', 'notebook_hash', 'module_refs', 'module_closure', 'code_fingerprint', 'data_hash',
+           'cell_fingerprint', 'RunResult', 'folder_lock', 'failed_calls_problem', 'run_job', 'git_info',
+           'package_versions', 'execute_local', 'execute_dask', 'SweepResult', 'is_current', 'run_sweep']
 
 # %% ../nbs/20_sweep.ipynb #bbde0ad3
-SPEC_KEYS = ("name", "description", "notebook", "fixed", "grid", "cells", "data", "headline", "summary")
+SPEC_KEYS = ("name", "description", "notebook", "fixed", "grid", "cells", "data", "headline", "summary", "max_failed_share")
 RESERVED = ("output_dir", "cache_path")
 _SECRET_NAME = re.compile(r"(^|_)(api_?key|token|secret|password|passwd)$", re.I)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # what an `*_env` parameter's value must look like
+MAX_FAILED_SHARE = 0.5 # default: a run in which more than half of the model calls failed is a failed run
 
 @dataclass
 class SweepSpec:
@@ -52,6 +58,7 @@ class SweepSpec:
     headline: str | None = None
     summary: Path | None = None
     notebook_params: dict = field(default_factory=dict) # what papermill finds in the parameters cell
+    max_failed_share: float = MAX_FAILED_SHARE # a finished run with a larger share of failed model calls is failed
 
     def rel(self, p: Path) -> str:
         "`p` relative to the root when inside it."
@@ -59,8 +66,29 @@ class SweepSpec:
         return str(p.relative_to(self.root)) if p.is_relative_to(self.root) else str(p)
 
 # %% ../nbs/20_sweep.ipynb #f215834b
-def _check_params(where: str, params: Any, spec_path: Path, nb_params: dict, notebook: Path) -> None:
-    "Every key must be a notebook parameter, not reserved, not a secret, with a JSON-able value."
+_TYPE_NAMES = {"bool": (bool,), "int": (int,), "float": (int, float), "str": (str,), "list": (list,), "dict": (dict,),
+               "None": (type(None),), "NoneType": (type(None),), "Optional": (type(None),)}
+
+def param_types(nb_param: dict) -> tuple[type, ...] | None:
+    "The types a notebook parameter takes, from its annotation or else its default's literal; None when any value goes."
+    ann = nb_param.get("inferred_type_name") or "None"
+    if ann != "None":
+        words = re.findall(r"[A-Za-z_]\w*", ann)
+        if words and all(w in _TYPE_NAMES for w in words): return tuple(dict.fromkeys(t for w in words for t in _TYPE_NAMES[w]))
+        return None
+    try: default = ast.literal_eval(nb_param.get("default", "None"))
+    except (ValueError, SyntaxError): return None
+    if default is None: return None
+    for t in (bool, int, float, str, list, dict):
+        if isinstance(default, t): return _TYPE_NAMES[t.__name__]
+    return None
+
+def _type_ok(v: Any, types: tuple[type, ...]) -> bool:
+    if isinstance(v, bool) and bool not in types: return False  # True is an int to Python, not to a notebook
+    return isinstance(v, types)
+
+def _check_params(where: str, params: Any, spec_path: Path, nb_params: dict, notebook: Path, grid: bool = False) -> None:
+    "Every key must be a notebook parameter, not reserved, not a secret, with a JSON-able value of the parameter's type."
     if not isinstance(params, dict): raise ValueError(f"{spec_path}: {where} must be a mapping of parameter names to values, got {params!r}")
     for k, v in params.items():
         if k in RESERVED: raise ValueError(f"{spec_path}: {where}.{k} is set by the sweep itself; remove it")
@@ -71,19 +99,35 @@ def _check_params(where: str, params: Any, spec_path: Path, nb_params: dict, not
             raise ValueError(f"{spec_path}: {where}.{k} is not a parameter of {notebook.name} (its parameters cell has: {', '.join(nb_params)})")
         try: canonical_json(v)
         except TypeError: raise ValueError(f"{spec_path}: {where}.{k} has a value that is not plain data: {v!r}") from None
+        for x in ((v if isinstance(v, list) else []) if grid else [v]):  # a grid's non-list value is refused below
+            if str(k).endswith("_env") and x is not None and not (isinstance(x, str) and _ENV_NAME.fullmatch(x)):
+                raise ValueError(f"{spec_path}: {where}.{k} must be the NAME of an environment variable (letters, digits and '_', "
+                                 f"not starting with a digit) or null; the value given is not a name (not shown here: it may be a key)")
+            types = param_types(nb_params[k])
+            if types is not None and not _type_ok(x, types):
+                shown = repr(x) if len(repr(x)) <= 60 else repr(x)[:57] + "..."
+                raise ValueError(f"{spec_path}: {where}.{k} is {shown} ({type(x).__name__}), but {notebook.name} expects "
+                                 f"{' or '.join(t.__name__ for t in types)} (its parameters cell: {k} = {nb_params[k].get('default')})")
 
 def _resolve(root: Path, p: str) -> Path:
     q = Path(p).expanduser()
     return (q if q.is_absolute() else root/q).resolve()
 
 # %% ../nbs/20_sweep.ipynb #ba3122b6
+def read_yaml(path: str | Path) -> Any:
+    "The YAML in a params or suite file; a missing file, a folder, or text that is not YAML is an error naming the file."
+    path = Path(path)
+    if not path.exists(): raise FileNotFoundError(f"params file {path} does not exist")
+    if path.is_dir(): raise ValueError(f"{path} is a folder, not a params file; give a .yaml file, e.g. {path/'default.yaml'}")
+    try: return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e: raise ValueError(f"{path}: not a text file ({e})") from None
+    except yaml.YAMLError as e: raise ValueError(f"{path}: not valid YAML: {e}") from None
+
 def load_params(path: str | Path) -> SweepSpec:
     "Read and validate a params file; any problem is a ValueError naming the file and the bad key or value."
     import papermill as pm
     path = Path(path).resolve()
-    if not path.exists(): raise FileNotFoundError(f"params file {path} does not exist")
-    try: raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e: raise ValueError(f"{path}: not valid YAML: {e}") from e
+    raw = read_yaml(path)
     if not isinstance(raw, dict): raise ValueError(f"{path}: expected a mapping with at least `notebook:`, got {type(raw).__name__}")
     unknown = [k for k in raw if k not in SPEC_KEYS]
     if unknown: raise ValueError(f"{path}: unknown key {unknown[0]!r}; allowed keys: {', '.join(SPEC_KEYS)}")
@@ -99,7 +143,7 @@ def load_params(path: str | Path) -> SweepSpec:
     if missing: raise ValueError(f"{path}: notebook {nb.name} must declare {missing} in its parameters cell; the sweep sets them")
     fixed, grid, cells = raw.get("fixed") or {}, raw.get("grid") or {}, raw.get("cells") or []
     _check_params("fixed", fixed, path, nb_params, nb)
-    _check_params("grid", grid, path, nb_params, nb)
+    _check_params("grid", grid, path, nb_params, nb, grid=True)
     for k, v in grid.items():
         if not isinstance(v, list) or not v: raise ValueError(f"{path}: grid.{k} must be a non-empty list of values to cross, got {v!r}")
         if k in fixed: raise ValueError(f"{path}: grid.{k} is also in fixed; set it in one place")
@@ -113,10 +157,13 @@ def load_params(path: str | Path) -> SweepSpec:
     if raw.get("summary") is not None:
         summary = _resolve(root, str(raw["summary"]))
         if not summary.exists(): raise ValueError(f"{path}: summary notebook {raw['summary']!r} not found (looked for {summary})")
+    share = raw.get("max_failed_share", MAX_FAILED_SHARE)
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+        raise ValueError(f"{path}: max_failed_share must be a number from 0 to 1 (the share of failed model calls a run may have), got {share!r}")
     headline = raw.get("headline")
     if headline is not None and not isinstance(headline, str): raise ValueError(f"{path}: headline must be a metric name, got {headline!r}")
     return SweepSpec(name, path, root.resolve(), nb, dict(fixed), dict(grid), list(cells), data,
-                     str(raw.get("description") or ""), headline, summary, dict(nb_params))
+                     str(raw.get("description") or ""), headline, summary, dict(nb_params), float(share))
 
 # %% ../nbs/20_sweep.ipynb #59b9f995
 @dataclass
@@ -174,36 +221,53 @@ def select_cells(cells: Sequence[Cell], only: dict[str, Any] | None) -> list[Cel
     return out
 
 # %% ../nbs/20_sweep.ipynb #910ac99b
-_MOD_REF = re.compile(r"\bmmresearch\.([A-Za-z_]\w*)|\bfrom\s+mmresearch\s+import\s+\(?([\w\s,]+)")
+_MOD_REF = re.compile(r"\bmmresearch\.([A-Za-z_]\w*)")  # dotted uses and registry strings such as "mmresearch.pope:score_pope"
 
 def notebook_hash(path: str | Path) -> str:
     "Hash of a notebook's cell types and sources (outputs and metadata ignored)."
     nb = nbformat.read(path, as_version=4)
     return stable_hash([(c.cell_type, c.source) for c in nb.cells])
 
+def module_refs(source: str, names: set[str]) -> set[str] | None:
+    "The modules among `names` that `source` imports (absolute, relative, `from . import x`) or mentions as `mmresearch.x`; None for all of them."
+    found = set(_MOD_REF.findall(source))
+    code = re.sub(r"^(\s*)([%!])", r"\1#\2", source, flags=re.M)  # IPython magics and shell lines
+    try: tree = ast.parse(code)
+    except SyntaxError: return None  # cannot tell what it imports: assume everything
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name == "mmresearch": return None
+                if a.name.startswith("mmresearch."): found.add(a.name.split(".")[1])
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0 and node.module == "mmresearch" or node.level > 0 and not node.module:
+                found |= {a.name for a in node.names}  # from mmresearch import x / from . import x
+            elif node.level == 0 and node.module and node.module.startswith("mmresearch."): found.add(node.module.split(".")[1])
+            elif node.level > 0: found.add(node.module.split(".")[0])  # from .x import y
+    return found & names
+
 def module_closure(source: str, pkg: Path | None = None) -> list[str]:
-    "The `mmresearch` modules `source` mentions, and those they mention, transitively (all of them for a bare `import mmresearch`)."
+    "The `mmresearch` modules `source` imports or mentions, and those they import or mention, transitively."
     if pkg is None:
         import mmresearch
         pkg = Path(mmresearch.__file__).parent
     names = {p.stem for p in pkg.glob("*.py")}
-    if re.search(r"^\s*import\s+mmresearch\s*$", source, re.M): return sorted(names)
-    def refs(text: str) -> set[str]:
-        found = set()
-        for a, b in _MOD_REF.findall(text): found |= {a} if a else {w.strip() for w in b.split(",")}
-        return found & names
-    todo, seen = refs(source), set()
+    todo, seen = module_refs(source, names), set()
     while todo:
         m = todo.pop(); seen.add(m)
-        todo |= refs((pkg/f"{m}.py").read_text()) - seen
-    return sorted(seen)
+        refs = module_refs((pkg/f"{m}.py").read_text(), names)
+        if refs is None: return sorted(names)
+        todo |= refs - seen
+    return sorted(names) if todo is None else sorted(seen)
 
-def code_fingerprint(notebook: str | Path) -> tuple[str, list[str]]:
+def code_fingerprint(notebook: str | Path, pkg: Path | None = None) -> tuple[str, list[str]]:
     "(hash of the notebook's cells and the modules it reaches plus sweep and report, those modules' names)."
-    import mmresearch
-    pkg = Path(mmresearch.__file__).parent
+    if pkg is None:
+        import mmresearch
+        pkg = Path(mmresearch.__file__).parent
     nb = nbformat.read(notebook, as_version=4)
-    mods = sorted(set(module_closure("\n".join(c.source for c in nb.cells if c.cell_type == "code"), pkg)) | {"sweep", "report"})
+    reached = module_closure("\n".join(c.source for c in nb.cells if c.cell_type == "code"), pkg)
+    mods = sorted(set(reached) | ({"sweep", "report"} & {p.stem for p in pkg.glob("*.py")}))
     return stable_hash([notebook_hash(notebook), [(m, stable_hash((pkg/f"{m}.py").read_text())) for m in mods]]), mods
 
 def data_hash(spec: SweepSpec) -> str:
@@ -218,6 +282,7 @@ def cell_fingerprint(spec: SweepSpec, cell: Cell, code: str, data: str) -> dict:
 
 # %% ../nbs/20_sweep.ipynb #2374e653
 OUTPUTS = ("run.ipynb", "samples.parquet", "metrics.csv")
+LOCK_FILE = ".lock"
 
 @dataclass
 class RunResult:
@@ -237,12 +302,42 @@ def _dask_worker() -> str | None:
     try: return sys.modules["distributed"].get_worker().address
     except ValueError: return None
 
+@contextlib.contextmanager
+def folder_lock(folder: Path, what: str = "this run"):
+    "Hold an exclusive lock on `folder` (its `.lock` file) inside the block; when another process holds it, say so and wait."
+    fd = os.open(Path(folder)/LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"{folder}: another process is writing {what}; waiting for it", file=sys.stderr, flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally: os.close(fd)  # closing the descriptor releases the lock, also when the process dies
+
+def failed_calls_problem(study: dict, # the study part of a run's manifest, with `cache: {hits, calls, errors}`
+                         max_failed_share: float = MAX_FAILED_SHARE) -> str | None:
+    "Why a finished run's answers are not results (every model call failed, or more than `max_failed_share`); None if fine or not recorded."
+    cache = study.get("cache")
+    if not isinstance(cache, dict) or not isinstance(cache.get("errors"), int): return None
+    total, errors = (cache.get("hits") or 0) + (cache.get("calls") or 0), cache["errors"]
+    if errors and errors >= total: return f"no answers: all {errors} model calls failed (the errors are in samples.parquet and run.html)"
+    if total and errors / total > max_failed_share:
+        return (f"{errors} of {total} model calls failed ({errors / total:.0%}), more than max_failed_share "
+                f"({max_failed_share:.0%}); the metrics would describe the minority that answered")
+    return None
+
 def run_job(job: dict) -> dict:
-    "Execute one cell with papermill, write its manifest and page; returns a `RunResult` as a dict."
-    import papermill as pm
+    "Execute one cell with papermill (holding its folder's lock), write its manifest and page; returns a `RunResult` as a dict."
     run_dir = Path(job["run_dir"]); run_dir.mkdir(parents=True, exist_ok=True)
+    with folder_lock(run_dir, f"run {job['manifest']['run']}"):
+        if is_current(run_dir, job["manifest"]["fingerprint"]):  # another sweep ran it while this one waited
+            return vars(RunResult(job["manifest"]["run"], "skipped", job["manifest"]["grid"], notebook=str(run_dir/"run.ipynb")))
+        return _run_locked(job, run_dir)
+
+def _run_locked(job: dict, run_dir: Path) -> dict:
+    import papermill as pm
     for f in (*OUTPUTS, "run.html", MANIFEST): (run_dir/f).unlink(missing_ok=True)
-    started, t0, status, error = _now(), time.perf_counter(), "ok", None
+    started, t0, status, error, study = _now(), time.perf_counter(), "ok", None, {}
     try:
         pm.execute_notebook(job["notebook"], str(run_dir/"run.ipynb"), parameters=job["parameters"], cwd=job["cwd"],
                             kernel_name="python3", progress_bar=False, log_output=False, extra_arguments=QUIET_KERNEL)
@@ -250,16 +345,21 @@ def run_job(job: dict) -> dict:
         if missing: status, error = "failed", f"the notebook finished without writing {', '.join(missing)} to output_dir"
     except pm.PapermillExecutionError as e: status, error = "failed", f"{e.ename}: {e.evalue}"[:1000]
     except Exception as e: status, error = "failed", f"{type(e).__name__}: {e}"[:1000]
+    try: study = read_manifest(run_dir).get("study", {})
+    except ValueError as e: status, error = "failed", str(e)[:1000]
+    if status == "ok":
+        problem = failed_calls_problem(study, job.get("max_failed_share", MAX_FAILED_SHARE))
+        if problem: status, error = "failed", problem
     wall = round(time.perf_counter() - t0, 3)
     manifest = {**job["manifest"], "status": status, "error": error, "started": started, "wall_time_s": wall,
-                "worker": _dask_worker(), "study": read_manifest(run_dir).get("study", {})}
-    (run_dir/MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+                "worker": _dask_worker(), "study": study}
+    write_json(run_dir/MANIFEST, manifest)
     if (run_dir/"run.ipynb").exists():
         try: render_run(run_dir)
         except Exception as e:
             status, error = "failed", f"rendering run.html failed: {type(e).__name__}: {e}"[:1000]
             manifest.update(status=status, error=error)
-            (run_dir/MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+            write_json(run_dir/MANIFEST, manifest)
     return vars(RunResult(job["manifest"]["run"], status, job["manifest"]["grid"], error, str(run_dir/"run.ipynb"), wall))
 
 # %% ../nbs/20_sweep.ipynb #47f35589
@@ -334,6 +434,10 @@ class SweepResult:
     def by_status(self, status: str) -> list[RunResult]: return [r for r in self.runs if r.status == status]
     @property
     def failed(self) -> list[RunResult]: return self.by_status("failed")
+    @property
+    def ok(self) -> bool:
+        "No run failed and the summary was written."
+        return not self.failed and self.summary_error is None
 
     def describe(self) -> str:
         "A short text report: counts, every failure with its error and notebook, where the reports are."
@@ -346,8 +450,9 @@ class SweepResult:
 
 # %% ../nbs/20_sweep.ipynb #2ab85f26
 def is_current(run_dir: Path, fingerprint: dict) -> bool:
-    "Whether `run_dir` holds a successful run with this fingerprint and all its outputs."
-    m = read_manifest(run_dir) if (run_dir/MANIFEST).exists() else {}
+    "Whether `run_dir` holds a successful run with this fingerprint and all its outputs (a broken manifest: no, run it again)."
+    try: m = read_manifest(run_dir)
+    except ValueError: return False
     return m.get("status") == "ok" and m.get("fingerprint") == fingerprint and all((run_dir/f).exists() for f in OUTPUTS)
 
 def run_sweep(params_path: str | Path, # the params file
@@ -365,6 +470,7 @@ def run_sweep(params_path: str | Path, # the params file
     cells = expand_grid(spec)
     chosen = {c.run_id for c in select_cells(cells, only)}
     reports_dir = Path(reports_dir).resolve(); sweep_dir = reports_dir/spec.name
+    _check_owner(sweep_dir, spec)
     cache = Path(cache_path).resolve() if cache_path else spec.root/".cache"/"responses.sqlite"
     (code, code_modules), data = code_fingerprint(spec.notebook), data_hash(spec)
     base = {"sweep": spec.name, "params_file": spec.rel(spec.path), "notebook": spec.rel(spec.notebook),
@@ -381,6 +487,7 @@ def run_sweep(params_path: str | Path, # the params file
         elif c.run_id in chosen:
             jobs.append({"notebook": str(spec.notebook), "run_dir": str(run_dir), "cwd": str(spec.root),
                          "parameters": {**c.params, "output_dir": str(run_dir), "cache_path": str(cache)},
+                         "max_failed_share": spec.max_failed_share,
                          "manifest": {**base, "run": c.run_id, "grid": c.overrides, "params": c.params, "fingerprint": fp}})
         else: results[c.run_id] = RunResult(c.run_id, "not run", c.overrides)
     sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -391,7 +498,8 @@ def run_sweep(params_path: str | Path, # the params file
         kw = {"scheduler_address": scheduler_address} if executor == "dask" else {}
         EXECUTORS[executor](jobs, workers, done, **kw)
     runs = [results[c.run_id] for c in cells]
-    summary_error = _write_sweep_and_summary(spec, sweep_dir, runs, fps, code, base)
+    with folder_lock(sweep_dir, f"the summary of sweep {spec.name}"):
+        summary_error = _write_sweep_and_summary(spec, sweep_dir, runs, fps, code, base)
     res = SweepResult(spec.name, sweep_dir, render_index(reports_dir), runs, summary_error)
     for r in res.failed: print(f"run {r.run} failed: {r.error}\n  notebook: {r.notebook}", file=sys.stderr)
     return res
@@ -401,13 +509,28 @@ def _write_sweep_and_summary(spec: SweepSpec, sweep_dir: Path, runs: list[RunRes
     done = {"ok": "ok", "skipped": "ok"}  # a skipped run's outputs are those of the run that made them
     summary_fp = stable_hash([[r.run, done.get(r.status, r.status), fps[r.run]] for r in runs]
                              + [code, notebook_hash(spec.summary) if spec.summary else None])
-    old = read_sweep(sweep_dir) if (sweep_dir/SWEEP_FILE).exists() else {}
+    old = _old_sweep(sweep_dir)
     info = {"name": spec.name, "description": spec.description, "params_file": base["params_file"], "notebook": base["notebook"],
             "headline": spec.headline, "grid_keys": list(dict.fromkeys(k for c in runs for k in c.grid)),
             "fixed": spec.fixed, "git": base["git"], "updated": _now(), "summary_fingerprint": summary_fp,
             "runs": [{"run": r.run, "status": r.status, "grid": r.grid, "error": r.error, "notebook": r.notebook} for r in runs]}
-    (sweep_dir/SWEEP_FILE).write_text(json.dumps(info, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    write_json(sweep_dir/SWEEP_FILE, info)
     if old.get("summary_fingerprint") == summary_fp and (sweep_dir/"summary.html").exists(): return None
     try: render_summary(sweep_dir, spec.summary, cwd=spec.root)
     except Exception as e: return f"{type(e).__name__}: {e}"[:1000]
     return None
+
+def _old_sweep(sweep_dir: Path) -> dict:
+    "The sweep's previous `sweep.json`, or {} when there is none or it is broken (it is about to be rewritten; say so)."
+    if not (sweep_dir/SWEEP_FILE).exists(): return {}
+    try: return read_sweep(sweep_dir)
+    except ValueError as e:
+        print(f"warning: {e}; replacing it", file=sys.stderr)
+        return {}
+
+def _check_owner(sweep_dir: Path, spec: SweepSpec) -> None:
+    "Refuse to write into a sweep folder that holds the reports of another params file with the same `name`."
+    other = _old_sweep(sweep_dir).get("params_file")
+    if other is not None and other != spec.rel(spec.path):
+        raise ValueError(f"{spec.path}: its name {spec.name!r} is already used by {other}, whose reports are in {sweep_dir}; "
+                         f"give one of them another `name:` (or remove that folder)")
