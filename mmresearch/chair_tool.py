@@ -14,6 +14,8 @@ from typing import Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from .metrics import CHAIR_COLUMNS, chair_row
+
 # %% auto #0
 __all__ = ['PUNKT_ABBREVIATIONS', 'TWO_WORD_JOINS', 'chair_synonyms_path', 'read_chair_synonyms', 'singularize', 'sentences',
            'sentence_words', 'word_tokenize', 'ChairTool', 'ground_truth', 'score', 'tool_metrics', 'coco_ground_truth',
@@ -226,14 +228,8 @@ def score(tool: ChairTool,
         unknown = [o for o in objs if tool.to_class(o) is None]
         if unknown: raise ValueError(f"caption {cid!r}: ground-truth objects {unknown} are not names of the CHAIR synonym file ({tool.source})")
         gt = {tool.to_class(o) for o in objs}
-        found = tool.mentions(cap)
-        mentioned = {c for _, c in found}
-        rows.append({"id": cid, "n_words": len(cap.split()), "n_mentions": len(found),
-                     "n_hallucinated": sum(c not in gt for _, c in found),
-                     "hallucinated": [w for w, c in found if c not in gt], "mentioned": sorted(mentioned),
-                     "gt": sorted(gt), "n_gt": len(gt), "n_covered": len(mentioned & gt)})
-    return pd.DataFrame(rows, columns=["id", "n_words", "n_mentions", "n_hallucinated", "hallucinated", "mentioned",
-                                       "gt", "n_gt", "n_covered"])
+        rows.append(chair_row(cid, cap, gt, tool.mentions(cap)))
+    return pd.DataFrame(rows, columns=CHAIR_COLUMNS)
 
 def tool_metrics(per_caption: pd.DataFrame # the output of `score` (or `metrics.chair`)
                 ) -> dict[str, float]:

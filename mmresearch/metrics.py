@@ -15,12 +15,12 @@ import pandas as pd
 from scipy import stats
 
 # %% auto #0
-__all__ = ['BINARY_METRICS', 'N_CODES', 'CORRELATIONS', 'MENTION_FOLLOWERS', 'yes_no_codes', 'binary_codes',
+__all__ = ['BINARY_METRICS', 'N_CODES', 'CORRELATIONS', 'MENTION_FOLLOWERS', 'CHAIR_COLUMNS', 'yes_no_codes', 'binary_codes',
            'metrics_from_counts', 'binary_metrics', 'bootstrap_indices', 'bootstrap_counts', 'percentile_ci',
            'cluster_index', 'cluster_totals', 'cluster_bootstrap_sums', 'binary_report', 'metrics_by', 'wide_table',
            'mcnemar', 'paired_sample_size', 'paired_mde', 'compare_conditions', 'ratio_ci', 'mean_ci', 'correlation',
-           'correlation_table', 'auroc', 'rouge_l', 'bleu4', 'corpus_bleu4', 'plural_forms', 'ObjectVocab', 'chair',
-           'chair_metrics']
+           'correlation_table', 'auroc', 'rouge_l', 'bleu4', 'corpus_bleu4', 'plural_forms', 'ObjectVocab', 'chair_row',
+           'chair', 'chair_metrics']
 
 # %% ../nbs/11_metrics.ipynb #56e6c2d4
 _YN = {"yes": 1, "no": 0, "true": 1, "false": 0, "1": 1, "0": 0, "1.0": 1, "0.0": 0}
@@ -549,6 +549,20 @@ class ObjectVocab:
     def __repr__(self) -> str: return f"ObjectVocab({len(self.classes)} classes, {len(self.phrases)} phrases)"
 
 # %% ../nbs/11_metrics.ipynb #bd9fe484
+CHAIR_COLUMNS = ["id", "n_words", "n_mentions", "n_hallucinated", "hallucinated", "mentioned", "gt", "n_gt", "n_covered"]
+
+def chair_row(cid, # the caption's id
+              caption: str, # the generated caption
+              gt: set[str], # its image's ground-truth classes
+              found: Sequence[tuple[str, str]] # its mentions as (words, class)
+             ) -> dict:
+    "One caption's CHAIR row: words, mentions, hallucinated mentions, mentioned / ground-truth / covered classes."
+    mentioned = {c for _, c in found}
+    return {"id": cid, "n_words": len(caption.split()), "n_mentions": len(found),
+            "n_hallucinated": sum(c not in gt for _, c in found),
+            "hallucinated": [w for w, c in found if c not in gt], "mentioned": sorted(mentioned),
+            "gt": sorted(gt), "n_gt": len(gt), "n_covered": len(mentioned & gt)}
+
 def chair(captions: Sequence[str], # generated captions
           gt_objects: Sequence[Iterable[str]], # annotated objects per caption's image (classes or synonyms)
           vocab: ObjectVocab, # the synonym map
@@ -568,14 +582,8 @@ def chair(captions: Sequence[str], # generated captions
             if cls is None: raise ValueError(f"caption {cid!r}: ground-truth object {o!r} is not in the vocabulary")
             gt.add(cls)
         for ref in (ref_captions[k] if ref_captions is not None else ()): gt |= {c for _, c in vocab.mentions(ref)}
-        found = vocab.mentions(cap)
-        mentioned = {c for _, c in found}
-        rows.append({"id": cid, "n_words": len(cap.split()), "n_mentions": len(found),
-                     "n_hallucinated": sum(c not in gt for _, c in found),
-                     "hallucinated": [p for p, c in found if c not in gt], "mentioned": sorted(mentioned),
-                     "gt": sorted(gt), "n_gt": len(gt), "n_covered": len(mentioned & gt)})
-    return pd.DataFrame(rows, columns=["id", "n_words", "n_mentions", "n_hallucinated", "hallucinated", "mentioned",
-                                       "gt", "n_gt", "n_covered"])
+        rows.append(chair_row(cid, cap, gt, vocab.mentions(cap)))
+    return pd.DataFrame(rows, columns=CHAIR_COLUMNS)
 
 def chair_metrics(per_caption: pd.DataFrame, # the output of `chair`
                   n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
