@@ -16,20 +16,7 @@ from mmresearch.cli import main
 from mmresearch.fakeserver import FakeChatServer
 from mmresearch.report import read_manifest, read_sweep
 from mmresearch.sweep import code_fingerprint, load_params, module_closure, run_sweep
-
-ROOT = Path(__file__).resolve().parents[1]
-SMOKE = ROOT/"nbs"/"experiments"/"smoke.ipynb"
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text.replace("SMOKE", str(SMOKE)))
-    return path
-
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mmresearch.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
-
+from test_sweep import ROOT, SMOKE, cli, write  # the sweep tests' params-file and CLI helpers
 
 # 1. the code fingerprint follows nbdev's relative imports
 def test_fingerprint_follows_relative_imports(tmp_path):
