@@ -16,8 +16,9 @@ from .cache import CachedModel
 from .core import Request, Response, user
 
 # %% auto #0
-__all__ = ['PARSERS', 'POLICIES', 'EXTRACTOR_PROMPT', 'final_yes_no', 'pope_yes_no', 'pope_rule', 'ParsedAnswer', 'reask_request',
-           'parse_answers', 'parse_yes_no', 'parse_failure_rate', 'answers_frame']
+__all__ = ['PARSERS', 'POLICIES', 'EXTRACTOR_PROMPT', 'YES_NO_CHAINS', 'LLM_CHAIN', 'final_yes_no', 'pope_yes_no', 'pope_rule',
+           'ParsedAnswer', 'reask_request', 'parse_answers', 'parse_yes_no', 'parse_failure_rate', 'answers_frame',
+           'vlmevalkit_yes_no', 'Chain', 'parser_sensitivity']
 
 # %% ../nbs/10_parsing.ipynb #dfa7fd1d
 _WORDS = {"yes": "yes", "yeah": "yes", "yep": "yes", "yup": "yes", "no": "no", "nope": "no"}
@@ -159,3 +160,66 @@ def parse_failure_rate(answers: Sequence[ParsedAnswer]) -> float:
 def answers_frame(answers: Sequence[ParsedAnswer]) -> pd.DataFrame:
     "The parsed answers as a DataFrame with columns raw, parsed, parse_ok, policy, method, parser."
     return pd.DataFrame([a.to_dict() for a in answers], columns=list(ParsedAnswer.__dataclass_fields__))
+
+# %% ../nbs/10_parsing.ipynb #2cc40617
+_VLMEVAL_SPACE = re.compile(r"[;/\[\]\"{}()=+\\_\-><@`,?!]")   # ':' and "'" stay attached to their words, as there
+_SENTENCE_STOP = re.compile(r"(?<!\d)\.(?!\d)")
+
+def vlmevalkit_yes_no(text: str # a model's answer
+                     ) -> tuple[str | None, str]:
+    "VLMEvalKit-style word matching: 'yes' if the word yes appears without no, 'no' the reverse, else None."
+    words = set(_SENTENCE_STOP.sub("", _VLMEVAL_SPACE.sub(" ", text.lower())).split())
+    has_yes, has_no = "yes" in words, "no" in words
+    return ("yes" if has_yes else "no") if has_yes != has_no else None, "vlmevalkit"
+
+PARSERS["vlmevalkit"] = vlmevalkit_yes_no
+
+# %% ../nbs/10_parsing.ipynb #99dd2693
+from .metrics import binary_report, compare_conditions, cluster_index
+
+@dataclass(frozen=True)
+class Chain:
+    "One way of reading answers: a parser in `PARSERS` and the policy for answers it cannot read."
+    name: str
+    parser: str = "final"
+    policy: str = "exclude"
+
+YES_NO_CHAINS = (Chain("ours", "final", "exclude"), Chain("pope", "pope", "positive"),
+                 Chain("vlmevalkit", "vlmevalkit", "negative"))
+LLM_CHAIN = Chain("llm", "final", "reask")   # ours, with an extractor model for the answers it cannot read
+
+def parser_sensitivity(rows: pd.DataFrame, # one row per answer: raw text (None when the call failed) and gold label
+                       chains: Sequence[Chain] = YES_NO_CHAINS, # the first is the reference
+                       label: str = "label", raw: str = "raw", # column names
+                       cluster: str | None = None, # column whose rows are resampled together (image, sample_id)
+                       question: str | None = None, # column of questions, shown to an extractor
+                       extractor: CachedModel | None = None, # for chains with policy "reask"
+                       metrics: Sequence[str] = ("accuracy", "f1"), n_boot: int = 1000, seed: int = 0
+                      ) -> pd.DataFrame:
+    "Per chain and metric: value and CI, agreement (%) with the first chain, diff from it with paired CI and p-value."
+    if not chains: raise ValueError("parser_sensitivity needs at least one chain")
+    for col in [label, raw] + [c for c in (cluster, question) if c]:
+        if col not in rows.columns: raise KeyError(f"parser_sensitivity: no column {col!r} (columns: {list(rows.columns)})")
+    answered = rows[rows[raw].notna()].reset_index(drop=True)
+    ids = cluster_index(answered[cluster], len(answered), cluster) if cluster else None
+    questions = list(answered[question]) if question else None
+    parsed = {c.name: parse_answers(list(answered[raw]), c.policy, c.parser, extractor, questions) for c in chains}
+    ref = parsed[chains[0].name]
+    out = []
+    for c in chains:
+        pred, ok = [p.parsed for p in parsed[c.name]], [p.parse_ok for p in parsed[c.name]]
+        score = binary_report(answered.assign(pred=pred, parse_ok=ok), label, "pred", "parse_ok", n_boot, seed,
+                              cluster=ids).set_index("metric")
+        diff = compare_conditions(answered[label], [p.parsed for p in ref], pred, [p.parse_ok for p in ref], ok,
+                                  n_boot=n_boot, seed=seed, cluster=ids).set_index("metric")
+        same = sum(a.parsed == b.parsed for a, b in zip(ref, parsed[c.name]))
+        for m in metrics:
+            out.append({"chain": c.name, "parser": c.parser, "policy": c.policy, "metric": m,
+                        "value": score.value[m], "ci_low": score.ci_low[m], "ci_high": score.ci_high[m],
+                        "agreement": 100 * same / len(answered) if len(answered) else math.nan,
+                        "n_disagree": len(answered) - same, "diff": diff["diff"][m], "diff_ci_low": diff.ci_low[m],
+                        "diff_ci_high": diff.ci_high[m], "p_value": diff.p_value[m],
+                        "parse_failure_rate": score.value["parse_failure_rate"], "n": len(answered),
+                        "n_clusters": int(ids.max()) + 1 if ids is not None and len(ids) else len(answered),
+                        "cluster": cluster or "answer", "call_errors": int(rows[raw].isna().sum())})
+    return pd.DataFrame(out)
