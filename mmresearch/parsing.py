@@ -18,7 +18,7 @@ from .core import Request, Response, user
 # %% auto #0
 __all__ = ['PARSERS', 'POLICIES', 'EXTRACTOR_PROMPT', 'YES_NO_CHAINS', 'LLM_CHAIN', 'final_yes_no', 'pope_yes_no', 'pope_rule',
            'ParsedAnswer', 'reask_request', 'parse_answers', 'parse_yes_no', 'parse_failure_rate', 'answers_frame',
-           'vlmevalkit_yes_no', 'Chain', 'parser_sensitivity']
+           'vlmevalkit_yes_no', 'Chain', 'parser_sensitivity', 'sensitivity_wide']
 
 # %% ../nbs/10_parsing.ipynb #dfa7fd1d
 _WORDS = {"yes": "yes", "yeah": "yes", "yep": "yes", "yup": "yes", "no": "no", "nope": "no"}
@@ -223,3 +223,18 @@ def parser_sensitivity(rows: pd.DataFrame, # one row per answer: raw text (None 
                         "n_clusters": int(ids.max()) + 1 if ids is not None and len(ids) else len(answered),
                         "cluster": cluster or "answer", "call_errors": int(rows[raw].isna().sum())})
     return pd.DataFrame(out)
+
+# %% ../nbs/10_parsing.ipynb #6c625855
+def sensitivity_wide(table: pd.DataFrame, # output of `parser_sensitivity`
+                     digits: int = 1) -> pd.DataFrame:
+    "One row per chain: each metric 'value [low, high]', agreement (%), and 'Δ metric' 'diff [low, high]' vs the reference."
+    f = lambda v, lo, hi: f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+    rows = []
+    for chain, g in table.groupby("chain", sort=False):
+        row = {"chain": chain, "parser": g.parser.iloc[0], "policy": g.policy.iloc[0],
+               "agreement (%)": round(float(g.agreement.iloc[0]), digits)}
+        for r in g.itertuples():
+            row[r.metric] = f(r.value, r.ci_low, r.ci_high)
+            row[f"Δ {r.metric}"] = f(r.diff, r.diff_ci_low, r.diff_ci_high)
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("chain")
