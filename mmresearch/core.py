@@ -20,8 +20,8 @@ from PIL import Image, UnidentifiedImageError
 
 # %% auto #0
 __all__ = ['MAX_IMAGE_PIXELS', 'Part', 'ERROR_KINDS', 'SECRET_NAME', 'MIN_SECRET_LEN', 'canonical_json', 'stable_hash',
-           'ImageDecodeError', 'ImageRef', 'Message', 'user', 'Request', 'CallError', 'Response', 'register_secret_env',
-           'secret_values', 'redact', 'redact_response', 'Sample', 'read_jsonl']
+           'ImageDecodeError', 'ImageRef', 'Message', 'user', 'Request', 'CallError', 'Response', 'option_variants',
+           'option_share', 'register_secret_env', 'secret_values', 'redact', 'redact_response', 'Sample', 'read_jsonl']
 
 # %% ../nbs/00_core.ipynb #ada5735d
 def canonical_json(obj: Any) -> str:
@@ -149,10 +149,16 @@ class Request:
     top_p: float = 1.0
     seed: int | None = None
     stop: tuple[str, ...] = ()
+    score_options: tuple[str, ...] = () # answers whose probability at the first answer token the model reports (see below)
 
     def __post_init__(self):
         object.__setattr__(self, "messages", (self.messages,) if isinstance(self.messages, Message) else tuple(self.messages))
         object.__setattr__(self, "stop", (self.stop,) if isinstance(self.stop, str) else tuple(self.stop))
+        opts = (self.score_options,) if isinstance(self.score_options, str) else tuple(self.score_options)
+        object.__setattr__(self, "score_options", opts)
+        folded = [o.strip().lower() for o in opts]
+        if "" in folded or len(set(folded)) < len(folded):
+            raise ValueError(f"score_options must be distinct non-empty answers (case and spaces ignored), got {opts}")
         if not self.messages: raise ValueError("a Request needs at least one message")
         if self.max_new_tokens < 1: raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
         if self.temperature < 0: raise ValueError(f"temperature must be >= 0, got {self.temperature}")
@@ -165,14 +171,15 @@ class Request:
     def canonical(self) -> dict:
         return {"messages": [m.canonical() for m in self.messages], "max_new_tokens": self.max_new_tokens,
                 "temperature": float(self.temperature), "top_p": float(self.top_p), "seed": self.seed,
-                "stop": list(self.stop)}
+                "stop": list(self.stop), **({"score_options": list(self.score_options)} if self.score_options else {})}
     @cached_property
     def fingerprint(self) -> str:
         "Stable hash of the canonical request (image content hashes, never paths); computed once."
         return stable_hash(self.canonical())
 
 # %% ../nbs/00_core.ipynb #9893a2ba
-ERROR_KINDS = ("rate_limit", "server", "timeout", "connection", "bad_request", "auth", "malformed", "model", "parse")
+ERROR_KINDS = ("rate_limit", "server", "timeout", "connection", "bad_request", "auth", "malformed", "model", "parse",
+               "unsupported")
 
 @dataclass(frozen=True)
 class CallError:
@@ -195,10 +202,12 @@ class Response:
     latency_s: float = 0.0
     finish_reason: str | None = None
     error: CallError | None = None
+    option_probs: dict[str, float | None] | None = None # per score option: first-token probability (None: not in the top-k)
 
     def __post_init__(self):
         if (self.text is None) == (self.error is None):
             raise ValueError("a Response has exactly one of text or error")
+        if self.option_probs is not None and self.error is not None: raise ValueError("a failed Response has no option_probs")
 
     @property
     def ok(self) -> bool: return self.error is None
@@ -206,6 +215,7 @@ class Response:
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in ("text", "prompt_tokens", "completion_tokens", "latency_s", "finish_reason")}
         d["error"] = None if self.error is None else vars(self.error).copy()
+        if self.option_probs is not None: d["option_probs"] = dict(self.option_probs)
         return d
 
     @classmethod
@@ -217,6 +227,21 @@ class Response:
     def failed(cls, kind: str, message: str, retryable: bool = False, status: int | None = None, latency_s: float = 0.0) -> Response:
         "A response that carries only an error."
         return cls(error=CallError(kind, message, retryable, status), latency_s=latency_s)
+
+# %% ../nbs/00_core.ipynb #56759b76
+def option_variants(option: str) -> tuple[str, ...]:
+    "The spellings of an answer option merged when scoring it: as given, lower, Capitalised, UPPER, each with and without a leading space."
+    o = option.strip()
+    forms = dict.fromkeys([o, o.lower(), o.capitalize(), o.upper()])
+    return tuple(dict.fromkeys([*forms, *(" " + f for f in forms)]))
+
+def option_share(r: Response, option: str) -> float:
+    "P(`option`) among the request's options: its first-token probability over their sum (an option outside a top-k counts 0)."
+    if not r.ok or r.option_probs is None: raise ValueError("the response carries no option probabilities" + (f" ({r.error.kind}: {r.error.message})" if not r.ok else ""))
+    if option not in r.option_probs: raise KeyError(f"{option!r} is not a scored option; scored: {list(r.option_probs)}")
+    total = sum(p for p in r.option_probs.values() if p is not None)
+    if not total > 0: raise ValueError(f"no scored option has any probability: {r.option_probs}")
+    return (r.option_probs[option] or 0.0) / total
 
 # %% ../nbs/00_core.ipynb #5e37831d
 SECRET_NAME = re.compile(r"(^|_)(API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|SECRET(_?KEY)?|TOKEN|PASSWORD|PASSWD|CREDENTIALS?)$", re.I)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import email.utils
 import json
+import math
 import re
 import threading
 import time
@@ -16,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
 # %% auto #0
-__all__ = ['request_text', 'count_images', 'default_answer', 'FakeChatServer', 'main']
+__all__ = ['request_text', 'count_images', 'default_answer', 'first_token_logprobs', 'FakeChatServer', 'main']
 
 # %% ../nbs/02a_fakeserver.ipynb #99271eac
 _MARKER = re.compile(r"\[\[(?:status=(?P<status>\d{3})(?: retry_after=(?P<retry_after>@?\d+))?|(?P<malformed>malformed)"
@@ -40,14 +41,24 @@ def default_answer(body: dict) -> str:
     "The default reply: echo the last line of the prompt and the number of images seen."
     return f"echo[{count_images(body)} images]: {request_text(body).strip().splitlines()[-1] if request_text(body).strip() else ''}"
 
+# %% ../nbs/02a_fakeserver.ipynb #aee76775
+def first_token_logprobs(probs: dict[str, float], # first-token alternatives and their probabilities
+                         top_k: int # how many alternatives the request asked for (`top_logprobs`)
+                        ) -> dict:
+    "A chat completion's `logprobs` field for the first token: the most likely alternative, and the `top_k` best."
+    best = sorted(probs.items(), key=lambda tp: -tp[1])
+    entry = lambda t, p: {"token": t, "logprob": math.log(p) if p > 0 else -9999.0, "bytes": list(t.encode())}
+    return {"content": [{**entry(*best[0]), "top_logprobs": [entry(t, p) for t, p in best[:top_k]]}]}
+
 # %% ../nbs/02a_fakeserver.ipynb #2d30079f
 class FakeChatServer:
     "A threaded OpenAI-compatible chat server on 127.0.0.1 with prompt-driven fault injection."
     def __init__(self,
                  answer: Callable[[dict], str] = default_answer, # maps a request body to the reply text
                  latency_s: float = 0.0, # added to every request before answering
-                 require_key: str | None = None): # when set, any other key gets a 401 that echoes the key sent
-        self.answer, self.latency_s, self.require_key = answer, latency_s, require_key
+                 require_key: str | None = None, # when set, any other key gets a 401 that echoes the key sent
+                 logprobs: Callable[[dict], dict[str, float]] | None = None): # body -> {first token: probability}; None: logprobs unsupported
+        self.answer, self.latency_s, self.require_key, self.logprobs = answer, latency_s, require_key, logprobs
         self.calls = 0               # HTTP requests received on the completions route
         self.completed = 0           # answered with 200 and a well-formed body
         self.answered: list[str] = []  # prompt text of every request answered with 200 and a well-formed body
@@ -106,6 +117,8 @@ class FakeChatServer:
         payload = {"id": f"fake-{attempt}", "object": "chat.completion", "created": int(time.time()), "model": body.get("model", "fake"),
                    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}],
                    "usage": {"prompt_tokens": words, "completion_tokens": len(reply.split()), "total_tokens": words + len(reply.split())}}
+        if body.get("logprobs") and self.logprobs is not None:   # a server without logprobs ignores the field, as some do
+            payload["choices"][0]["logprobs"] = first_token_logprobs(self.logprobs(body), int(body.get("top_logprobs") or 0))
         return 200, json.dumps(payload).encode(), delay, {}
 
 def _error_reply(status: int, auth: str, retry_after: str | None) -> tuple[int, bytes, dict[str, str]]:

@@ -19,8 +19,8 @@ __all__ = ['BINARY_METRICS', 'N_CODES', 'CORRELATIONS', 'MENTION_FOLLOWERS', 'CH
            'metrics_from_counts', 'binary_metrics', 'bootstrap_indices', 'bootstrap_counts', 'percentile_ci',
            'cluster_index', 'cluster_totals', 'cluster_bootstrap_sums', 'binary_report', 'metrics_by', 'wide_table',
            'mcnemar', 'paired_sample_size', 'paired_mde', 'compare_conditions', 'ratio_ci', 'mean_ci', 'correlation',
-           'correlation_table', 'auroc', 'rouge_l', 'bleu4', 'corpus_bleu4', 'plural_forms', 'ObjectVocab', 'chair_row',
-           'chair', 'chair_metrics']
+           'correlation_table', 'auroc', 'reliability_table', 'calibration', 'probability_report', 'reliability_by',
+           'rouge_l', 'bleu4', 'corpus_bleu4', 'plural_forms', 'ObjectVocab', 'chair_row', 'chair', 'chair_metrics']
 
 # %% ../nbs/11_metrics.ipynb #56e6c2d4
 _YN = {"yes": 1, "no": 0, "true": 1, "false": 0, "1": 1, "0": 0, "1.0": 1, "0.0": 0}
@@ -435,9 +435,25 @@ def correlation_table(x, y, ci: str = "fisher", n_boot: int = 1000, seed: int = 
     return pd.DataFrame([correlation(x, y, m, ci, n_boot, seed, level) for m in CORRELATIONS])
 
 # %% ../nbs/11_metrics.ipynb #1563b581
+def _cluster_row_weights(ids: np.ndarray, n_boot: int, seed: int) -> Iterator[np.ndarray]:
+    "Per resample, how many times each row is drawn when G clusters are drawn with replacement (all rows of each)."
+    g = int(ids.max()) + 1
+    for idx in bootstrap_indices(g, n_boot, seed):
+        for draws in idx: yield np.bincount(draws, minlength=g)[ids].astype(float)
+
+def _weighted_auc(y: np.ndarray, s: np.ndarray, w: np.ndarray) -> float:
+    "Mann–Whitney AUROC with row weights (ties count one half): Σ w_i w_j [s_i > s_j] over positive i, negative j / (W+ W−)."
+    levels, at = np.unique(s, return_inverse=True)
+    pos = np.bincount(at, weights=w * y, minlength=len(levels))
+    neg = np.bincount(at, weights=w * ~y, minlength=len(levels))
+    den = pos.sum() * neg.sum()
+    return float((pos * (np.cumsum(neg) - neg / 2)).sum() / den) if den > 0 else math.nan
+
 def auroc(labels, # true class per row: "yes"/"no", bool or 0/1 (positive = yes / True / 1)
           scores, # higher = more likely positive
-          n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+          n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+          cluster=None # cluster id per row: resample whole clusters (`n_clusters` is added); None: rows independent
+         ) -> dict:
     "Area under the ROC curve with a percentile-bootstrap CI: value, ci_low, ci_high, n."
     from sklearn.metrics import roc_auc_score
     y, s = yes_no_codes(labels, "labels").astype(bool), np.asarray(scores, dtype=float)
@@ -446,7 +462,13 @@ def auroc(labels, # true class per row: "yes"/"no", bool or 0/1 (positive = yes 
     out = {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n": len(y)}
     if y.all() or not y.any(): return out
     out["value"] = float(roc_auc_score(y, s))
-    if n_boot > 0:
+    if cluster is not None:
+        ids = cluster_index(cluster, len(y))
+        out["n_clusters"] = int(ids.max()) + 1
+        if n_boot > 0:
+            lo, hi = percentile_ci(np.array([_weighted_auc(y, s, w) for w in _cluster_row_weights(ids, n_boot, seed)]), level)
+            out.update(ci_low=float(lo), ci_high=float(hi))
+    elif n_boot > 0:
         boot = []
         for i in bootstrap_indices(len(y), n_boot, seed):
             yy, ranks = y[i], stats.rankdata(s[i], axis=1)
@@ -454,6 +476,86 @@ def auroc(labels, # true class per row: "yes"/"no", bool or 0/1 (positive = yes 
             boot.append(_div((ranks * yy).sum(1) - npos * (npos + 1) / 2, npos * nneg))
         lo, hi = percentile_ci(np.concatenate(boot), level); out.update(ci_low=float(lo), ci_high=float(hi))
     return out
+
+# %% ../nbs/11_metrics.ipynb #fedd1e06
+def _bin_sums(y: np.ndarray, p: np.ndarray, w: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    "Per equal-width bin of `p`: weighted count, sum of probabilities, sum of positives."
+    b = np.minimum((p * n_bins).astype(int), n_bins - 1)
+    return (np.bincount(b, w, n_bins), np.bincount(b, w * p, n_bins), np.bincount(b, w * y, n_bins))
+
+def _ece(n: np.ndarray, sp: np.ndarray, sy: np.ndarray) -> float:
+    return float(np.abs(sp - sy).sum() / n.sum()) if n.sum() > 0 else math.nan   # Σ (n_b/N)|sp_b/n_b − sy_b/n_b|
+
+def _probabilities(labels, probs) -> tuple[np.ndarray, np.ndarray]:
+    y, p = yes_no_codes(labels, "labels").astype(bool), np.asarray(probs, dtype=float)
+    if y.shape != p.shape: raise ValueError(f"labels has {y.size} rows but probs has {p.size}")
+    bad = np.flatnonzero(~((p >= 0) & (p <= 1)))
+    if bad.size: raise ValueError(f"probs row {int(bad[0])} is {p[bad[0]]}, not a probability in [0, 1]")
+    return y, p
+
+def reliability_table(labels, # true class per row: "yes"/"no", bool or 0/1
+                      probs, # predicted P(positive) per row, in [0, 1]
+                      n_bins: int = 10) -> pd.DataFrame:
+    "Per equal-width probability bin: bin_low, bin_high, n, mean_prob, share_positive, gap (mean_prob − share)."
+    y, p = _probabilities(labels, probs)
+    n, sp, sy = _bin_sums(y, p, np.ones(len(y)), n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = pd.DataFrame({"bin_low": np.arange(n_bins) / n_bins, "bin_high": np.arange(1, n_bins + 1) / n_bins,
+                            "n": n.astype(int), "mean_prob": sp / n, "share_positive": sy / n})
+    return out.assign(gap=out.mean_prob - out.share_positive)
+
+def calibration(labels, probs, # as in `reliability_table`
+                n_bins: int = 10, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                cluster=None # cluster id per row: resample whole clusters (`n_clusters` is added)
+               ) -> dict:
+    "Expected calibration error with a percentile-bootstrap CI, and the Brier score: ece, ece_low, ece_high, brier, n."
+    y, p = _probabilities(labels, probs)
+    out = {"ece": math.nan, "ece_low": math.nan, "ece_high": math.nan, "brier": math.nan, "n": len(y)}
+    if not len(y): return out
+    out.update(ece=_ece(*_bin_sums(y, p, np.ones(len(y)), n_bins)), brier=float(((p - y) ** 2).mean()))
+    ids = cluster_index(cluster, len(y))
+    if ids is not None: out["n_clusters"] = int(ids.max()) + 1
+    if n_boot > 0:
+        weights = (_cluster_row_weights(ids, n_boot, seed) if ids is not None else
+                   (np.bincount(i, minlength=len(y)).astype(float) for block in bootstrap_indices(len(y), n_boot, seed) for i in block))
+        lo, hi = percentile_ci(np.array([_ece(*_bin_sums(y, p, w, n_bins)) for w in weights]), level)
+        out.update(ece_low=float(lo), ece_high=float(hi))
+    return out
+
+# %% ../nbs/11_metrics.ipynb #51a98e9e
+def probability_report(df: pd.DataFrame, # one row per question
+                       by: Sequence[str] = (), # grouping columns; () gives one pooled row
+                       label: str = "label", # gold answer column ("yes"/"no")
+                       prob: str = "p_yes", # predicted P(yes) column; NaN where the model gave none
+                       cluster: str | None = None, # column of cluster ids resampled together
+                       n_bins: int = 10, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    "Per group: auroc, auroc_low, auroc_high, ece, ece_low, ece_high, brier, n (scored rows), n_unscored (+ n_clusters, cluster)."
+    by = list(by)
+    missing = [c for c in [*by, label, prob, *([cluster] if cluster else [])] if c not in df.columns]
+    if missing: raise KeyError(f"probability_report: rows have no column(s) {missing}")
+    out = []
+    for key, g in (df.groupby(by, sort=True, dropna=False) if by else [((), df)]):
+        ok = g[g[prob].notna()]
+        ids = ok[cluster] if cluster else None
+        a = auroc(ok[label], ok[prob], n_boot, seed, level, cluster=ids) if len(ok) else {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan}
+        c = calibration(ok[label], ok[prob], n_bins, n_boot, seed, level, cluster=ids)
+        row = dict(zip(by, key if isinstance(key, tuple) else (key,)))
+        row.update(auroc=a["value"], auroc_low=a["ci_low"], auroc_high=a["ci_high"], ece=c["ece"], ece_low=c["ece_low"],
+                   ece_high=c["ece_high"], brier=c["brier"], n=len(ok), n_unscored=len(g) - len(ok))
+        if cluster: row.update(n_clusters=int(ok[cluster].nunique()), cluster=cluster)
+        out.append(row)
+    return pd.DataFrame(out)
+
+def reliability_by(df: pd.DataFrame, by: Sequence[str] = (), label: str = "label", prob: str = "p_yes",
+                   n_bins: int = 10) -> pd.DataFrame:
+    "`reliability_table` of the scored rows of each group, stacked with the group columns first; empty bins dropped."
+    parts = []
+    for key, g in (df.groupby(list(by), sort=True, dropna=False) if by else [((), df)]):
+        ok = g[g[prob].notna()]
+        t = reliability_table(ok[label], ok[prob], n_bins)
+        for col, v in zip(by, key if isinstance(key, tuple) else (key,)): t.insert(0, col, v)
+        parts.append(t[t.n > 0])
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 # %% ../nbs/11_metrics.ipynb #30c5e903
 def _refs(hyps: Sequence[str], refs: Sequence[str | Sequence[str]]) -> list[list[str]]:

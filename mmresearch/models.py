@@ -6,11 +6,13 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import email.utils
 import functools
 import hashlib
 import importlib.util
 import inspect
+import math
 import os
 import queue
 import random
@@ -22,13 +24,15 @@ from datetime import timezone
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterator, Protocol, Sequence, runtime_checkable
 
-from .core import ImageDecodeError, ImageRef, Message, Request, Response, redact, register_secret_env, stable_hash
+from .core import (ImageDecodeError, ImageRef, Message, Request, Response, option_variants, redact,
+                             register_secret_env, stable_hash)
 
 # %% auto #0
 __all__ = ['SCRIPTS', 'MODEL_FILES', 'CONTINUOUS_FAMILIES', 'MODEL_KINDS', 'Model', 'ScriptedModel', 'to_openai_messages',
-           'classify_openai_error', 'retry_after_s', 'OpenAIChatModel', 'folder_hash', 'torchvision_usable',
-           'NoVideoProcessor', 'image_only_processor_class', 'load_processor', 'generate_in_batches', 'default_device',
-           'DecodeRow', 'DecodeBatch', 'HFModel', 'tiny_model_path', 'parse_model_spec', 'load_model']
+           'classify_openai_error', 'retry_after_s', 'NoLogprobs', 'OpenAIChatModel', 'folder_hash',
+           'torchvision_usable', 'NoVideoProcessor', 'image_only_processor_class', 'load_processor',
+           'generate_in_batches', 'default_device', 'DecodeRow', 'DecodeBatch', 'HFModel', 'yes_probabilities',
+           'tiny_model_path', 'parse_model_spec', 'load_model']
 
 # %% ../nbs/02_models.ipynb #6f0e92c8
 @runtime_checkable
@@ -68,6 +72,7 @@ class ScriptedModel:
 
     def _one(self, r: Request) -> Response:
         t0 = time.perf_counter()
+        if r.score_options: return Response.failed("unsupported", f"scripted model {self.name!r} has no token probabilities to score {r.score_options}")
         try: text = self.fn(r)
         except Exception as e: return Response.failed("model", f"{type(e).__name__}: {e}", latency_s=time.perf_counter() - t0)
         return Response(text, prompt_tokens=sum(len(m.text.split()) for m in r.messages), completion_tokens=len(text.split()),
@@ -122,14 +127,29 @@ def retry_after_s(value: str | None, # a Retry-After header: delta-seconds or an
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 # %% ../nbs/02_models.ipynb #8e2c32b5
-def _parse_completion(body: dict, latency_s: float) -> Response:
+class NoLogprobs(Exception):
+    "The server answered but sent no first-token log probabilities, which the request's score options need."
+
+def _option_probs(choice: dict, options: tuple[str, ...]) -> dict[str, float | None]:
+    "Per option, the summed probability of the first token's top alternatives that spell it (case, spaces ignored); None if none do."
+    try: first = choice["logprobs"]["content"][0]
+    except (KeyError, IndexError, TypeError): raise NoLogprobs("the server returned no logprobs for the first token (it may not support them)") from None
+    alts = {a["token"]: a["logprob"] for a in [first, *(first.get("top_logprobs") or [])]}   # the chosen token, then the top k
+    out = {}
+    for o in options:
+        lps = [lp for t, lp in alts.items() if t.strip().lower() == o.strip().lower()]
+        out[o] = float(sum(math.exp(lp) for lp in lps)) if lps else None
+    return out
+
+def _parse_completion(body: dict, latency_s: float, options: tuple[str, ...] = ()) -> Response:
     "A `Response` from a chat-completions JSON body; a body without message text raises `ValueError` (malformed)."
     try: choice, usage = body["choices"][0], body.get("usage") or {}
     except (KeyError, IndexError, TypeError) as e: raise ValueError(f"chat completion without choices: {str(body)[:200]}") from e
     text = (choice.get("message") or {}).get("content")
     if not isinstance(text, str): raise ValueError(f"chat completion without message content: {str(choice)[:200]}")
     return Response(text, prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
-                    latency_s=latency_s, finish_reason=choice.get("finish_reason"))
+                    latency_s=latency_s, finish_reason=choice.get("finish_reason"),
+                    option_probs=_option_probs(choice, options) if options else None)
 
 # %% ../nbs/02_models.ipynb #25d184d1
 class OpenAIChatModel:
@@ -146,15 +166,17 @@ class OpenAIChatModel:
                  max_retry_after_s: float = 60.0, # cap on a server's Retry-After (429/503) before the next attempt
                  max_tokens_field: str = "max_tokens", # "max_completion_tokens" for OpenAI's reasoning models
                  extra_body: dict | None = None, # extra fields sent with every request (server-specific options)
+                 top_logprobs: int = 20, # alternatives asked for the first token when a request has score options
                  sleep: Callable[[float], Awaitable[None]] | None = None): # waits between attempts; default `asyncio.sleep`
         self.model, self.base_url, self.api_key_env = model, base_url, api_key_env
         self.timeout_s, self.max_concurrency, self.max_retries = timeout_s, max_concurrency, max_retries
         self.backoff_s, self.backoff_max_s, self.max_retry_after_s = backoff_s, backoff_max_s, max_retry_after_s
         self.sleep = sleep or asyncio.sleep
         if api_key_env is not None: register_secret_env(api_key_env)  # its value is redacted from all text written
-        self.max_tokens_field, self.extra_body = max_tokens_field, dict(extra_body or {})
+        self.max_tokens_field, self.extra_body, self.top_logprobs = max_tokens_field, dict(extra_body or {}), top_logprobs
         self.batch_size = max_concurrency * 4
         self.fingerprint = f"openai:{model}@{base_url or 'default'}:{stable_hash(self.extra_body, 8)}"
+        if top_logprobs != 20: self.fingerprint += f":top{top_logprobs}"   # a shorter top-k can lose an option's probability
 
     def _api_key(self) -> str:
         if self.api_key_env is None: return "not-needed"
@@ -167,6 +189,7 @@ class OpenAIChatModel:
                 "temperature": r.temperature, "top_p": r.top_p, **self.extra_body}
         if r.seed is not None: body["seed"] = r.seed
         if r.stop: body["stop"] = list(r.stop)
+        if r.score_options: body.update(logprobs=True, top_logprobs=self.top_logprobs)
         return body
 
     async def _call(self, client, sem: asyncio.Semaphore, r: Request, rng: random.Random) -> Response:
@@ -179,8 +202,9 @@ class OpenAIChatModel:
                     # the client's generic `post` sends the body as is; the typed `chat.completions.create` spends more
                     # CPU validating our own well-formed body than the request itself costs
                     raw = await client.post("/chat/completions", cast_to=httpx2.Response, body=body)
-                    return _parse_completion(raw.json(), time.perf_counter() - t0)
+                    return _parse_completion(raw.json(), time.perf_counter() - t0, r.score_options)
                 except ImageDecodeError as e: return Response.failed("bad_request", str(e))
+                except NoLogprobs as e: return Response.failed("unsupported", str(e), latency_s=time.perf_counter() - t0)
                 except Exception as e:
                     kind, retryable, status = classify_openai_error(e)
                     if not retryable or attempt == self.max_retries:
@@ -329,6 +353,7 @@ class DecodeRow:
     started: float # `time.perf_counter()` when its prompt ran
     ids: list[int] = field(default_factory=list)
     stopped: bool = False # ended on an end token, not at the limit
+    option_probs: dict[str, float] | None = None # first-token probabilities of the request's score options
 
 class DecodeBatch:
     "The rows of a continuous batch: one key/value cache left-padded to a shared length, its attention mask, the last tokens."
@@ -475,9 +500,34 @@ class HFModel:
         live = []
         for j, r in enumerate(reqs):
             try: live.append((j, *self._prompt(r)))
-            except ImageDecodeError as e: out[j] = Response.failed("bad_request", str(e))
-            except Exception as e: out[j] = Response.failed("model", f"prompt: {type(e).__name__}: {e}")
+            except ImageDecodeError as e: out[j] = Response.failed("bad_request", str(e)); continue
+            except Exception as e: out[j] = Response.failed("model", f"prompt: {type(e).__name__}: {e}"); continue
+            try: self._option_ids(r.score_options)
+            except ValueError as e: out[j] = Response.failed("unsupported", str(e)); live.pop()
         return live
+
+    def _option_ids(self, options: tuple[str, ...]) -> dict[str, list[int]]:
+        "Token ids that begin each option's spellings (`option_variants`); an option with none, or one shared, is an error."
+        tok, ids, owner = self.load()[0].tokenizer, {}, {}
+        for o in options:
+            found = set()
+            for v in option_variants(o):
+                enc = tok.encode(v, add_special_tokens=False)
+                piece = tok.decode(enc[:1]).strip().lower() if enc else ""
+                # a bare-space piece (SentencePiece's "▁") or <unk> is not the option's start
+                if piece and enc[0] != tok.unk_token_id and v.strip().lower().startswith(piece): found.add(enc[0])
+            if not found: raise ValueError(f"option {o!r} has no first token in the vocabulary of {self.fingerprint}")
+            for t in found:
+                if owner.setdefault(t, o) != o:
+                    raise ValueError(f"options {owner[t]!r} and {o!r} begin with the same token {tok.decode([t])!r}: their probabilities cannot be told apart")
+            ids[o] = sorted(found)
+        return ids
+
+    def _option_probs(self, r: Request, logits) -> dict[str, float] | None:
+        "First-token probability of each score option of `r` (its spellings summed), from the first step's logits."
+        if not r.score_options: return None
+        probs = logits.float().softmax(-1)
+        return {o: float(probs[ids].sum()) for o, ids in self._option_ids(r.score_options).items()}
 
     def _encode(self, group: list[tuple[int, str, list]]):
         "Processor inputs for a group of (index, prompt, images): one image list per prompt, no BOS added to a prompt that has one."
@@ -499,14 +549,15 @@ class HFModel:
         t0 = time.perf_counter()
         try:
             enc = self._encode(group)
-            kw = dict(max_new_tokens=r0.max_new_tokens, do_sample=r0.sampling, pad_token_id=proc.tokenizer.pad_token_id)
+            kw = dict(max_new_tokens=r0.max_new_tokens, do_sample=r0.sampling, pad_token_id=proc.tokenizer.pad_token_id,
+                      return_dict_in_generate=True, output_logits=any(reqs[j].score_options for j in live))
             if r0.sampling: kw.update(temperature=r0.temperature, top_p=r0.top_p); torch.manual_seed(r0.seed if r0.seed is not None else 0)
             with torch.inference_mode(): gen = model.generate(**enc, **kw)
         except Exception as e:
             for j in live: out[j] = Response.failed("model", f"{type(e).__name__}: {e}")
             return out
         latency = (time.perf_counter() - t0) / len(live)
-        new = gen[:, enc["input_ids"].shape[1]:]
+        new = gen.sequences[:, enc["input_ids"].shape[1]:]
         eos = set(_as_list(model.generation_config.eos_token_id)) | {proc.tokenizer.eos_token_id}
         for row, j in enumerate(live):
             ids = new[row].tolist()
@@ -514,7 +565,8 @@ class HFModel:
             text = proc.tokenizer.decode(ids[:n], skip_special_tokens=True).strip()
             text, stopped = _cut_at_stop(text, reqs[j].stop)
             out[j] = Response(text, prompt_tokens=int(enc["attention_mask"][row].sum()), completion_tokens=n,
-                              latency_s=latency, finish_reason="stop" if stopped or n < len(ids) else "length")
+                              latency_s=latency, finish_reason="stop" if stopped or n < len(ids) else "length",
+                              option_probs=self._option_probs(reqs[j], gen.logits[0][row]) if gen.logits else None)
         return out
 
     def _generate_greedy(self, reqs: list[Request]) -> list[Response]:
@@ -541,7 +593,7 @@ class HFModel:
                     text, cut = _cut_at_stop(proc.tokenizer.decode(row.ids, skip_special_tokens=True).strip(), reqs[row.index].stop)
                     out[row.index] = Response(text, prompt_tokens=row.prompt_tokens, completion_tokens=len(row.ids),
                                               latency_s=time.perf_counter() - row.started,
-                                              finish_reason="stop" if row.stopped or cut else "length")
+                                              finish_reason="stop" if row.stopped or cut else "length", option_probs=row.option_probs)
         return out
 
     def _prefill(self, group: list[tuple], reqs: list[Request], batch: DecodeBatch) -> None:
@@ -553,7 +605,8 @@ class HFModel:
         mask, cache = enc["attention_mask"], DynamicCache()
         logits = model(**enc, position_ids=(mask.cumsum(-1) - 1).clamp(min=0), past_key_values=cache, use_cache=True,
                        logits_to_keep=1).logits
-        rows = [DecodeRow(j, reqs[j].max_new_tokens, int(mask[r].sum()), t0) for r, (j, *_) in enumerate(group)]
+        rows = [DecodeRow(j, reqs[j].max_new_tokens, int(mask[r].sum()), t0, option_probs=self._option_probs(reqs[j], logits[r, -1]))
+                for r, (j, *_) in enumerate(group)]
         batch.add(rows, cache, mask, logits[:, -1].argmax(-1))
 
 def _as_list(x) -> list: return [] if x is None else list(x) if isinstance(x, (list, tuple)) else [x]
@@ -562,6 +615,24 @@ def _cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
     "Cut `text` at the earliest stop string; report whether one was found."
     cuts = [text.find(s) for s in stops if s and s in text]
     return (text[:min(cuts)].rstrip(), True) if cuts else (text, False)
+
+# %% ../nbs/02_models.ipynb #98630041
+def yes_probabilities(model, # anything with `generate`; a `CachedModel` caches the scores
+                      requests: Sequence[Request], # the questions as asked for the answers
+                      options: tuple[str, ...] = ("yes", "no"), # the answers compared at the first token
+                      positive: str = "yes" # the option whose share is returned
+                     ) -> tuple[list[float], list[str | None]]:
+    "Per request, P(`positive`) among `options` at the first answer token (NaN where none), and the reason it is missing."
+    from mmresearch.core import option_share
+    if positive not in options: raise ValueError(f"positive option {positive!r} is not among {options}")
+    answers = model.generate([dataclasses.replace(r, max_new_tokens=1, stop=(), score_options=options) for r in requests])
+    probs, why = [], []
+    for a in answers:
+        if not a.ok: probs.append(math.nan); why.append(f"{a.error.kind}: {a.error.message}"); continue
+        if a.option_probs is None: probs.append(math.nan); why.append("unsupported: the model returned no option probabilities"); continue
+        try: probs.append(option_share(a, positive)); why.append(None)
+        except ValueError as e: probs.append(math.nan); why.append(f"no_option: {e}")
+    return probs, why
 
 # %% ../nbs/02_models.ipynb #b9cd9104
 def tiny_model_path(name: str = "tiny-llava") -> Path:
