@@ -121,7 +121,7 @@ def batch_invariance_html(summary: dict | None) -> str: # a run manifest's `stud
     rows = "".join(f"<tr><td>{e(str(d.get('prompt', '')))}</td><td>{e(str(d.get('answered_in', '')))}</td>"
                    f"<td><code>{e(str(d.get('batched', '')))}</code></td><td><code>{e(str(d.get('alone', '')))}</code></td></tr>"
                    for d in s.get("disagreements") or [])
-    table = (f"<p>The first disagreements:</p><table><tr><th>prompt</th><th>batch</th><th>answer in the run</th>"
+    table = (f"<p>The first disagreements:</p><table><tr><th>prompt</th><th>requests in its batch</th><th>answer in the run</th>"
              f"<th>answer alone</th></tr>{rows}</table>" if rows else "")
     return f'<section class="mmr-batch-invariance"><h2>Batch invariance</h2><p>{text}</p>{table}</section>'
 
