@@ -16,8 +16,8 @@ from typing import Protocol, Sequence
 import pandas as pd
 
 from .core import Request, Response, Sample, user
-from .scenes import (HAL_TYPES, Scene, caption_rng, check_hallucination, grammar_issues, hallucinate,
-                               scene_captions)
+from .scenes import (HAL_TYPES, Scene, add_true_sentence, caption_rng, check_hallucination, grammar_issues,
+                               hallucinate, scene_captions)
 
 # %% auto #0
 __all__ = ['TYPE_DEFINITIONS', 'ANNOTATE_PROMPT', 'FILTER_PROMPT', 'SFT_QUESTIONS', 'Annotation', 'Annotator', 'AnnotationRun',
@@ -128,10 +128,12 @@ class ExactAnnotator:
                 out += [Annotation(s.id, t, source, None, None, None, self.name, reason="no_scene") for t in types]; continue
             rng = caption_rng(scene)
             short, long = scene_captions(scene, rng)
+            matched = bool(s.meta.get("length_matched"))   # built as `make_sample` did: true second sentence, in-place rewrites
+            if matched: short = add_true_sentence(scene, short, rng)
             cap = short if caption_key == "caption" else long
             if cap.text != source: raise ValueError(f"sample {s.id}: meta[{caption_key!r}] is not the scene's own caption")
             for t in types:
-                h = hallucinate(scene, cap, t, rng)
+                h = hallucinate(scene, cap, t, rng, append=not matched)
                 out.append(Annotation(s.id, t, source, h.caption, h.content, h.contradicts, self.name) if h else
                            Annotation(s.id, t, source, None, None, None, self.name, reason="no_rewrite"))
         return out

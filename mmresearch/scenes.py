@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
+import pandas as pd
 from PIL import Image, ImageDraw
 
 from .core import ImageRef, Sample
@@ -24,8 +25,8 @@ __all__ = ['CATEGORIES', 'COLORS', 'SIZES', 'TEXTURES', 'ATTRIBUTES', 'RELATIONS
            'Event', 'relation_holds', 'regions', 'Scene', 'generate_scene', 'render', 'Slot', 'realize', 'Caption',
            'short_caption', 'long_caption', 'Mention', 'Claim', 'extract_claims', 'verify_claim', 'Verdict', 'judge',
            'hallucinated_types', 'vocabulary', 'grammar_issues', 'check_hallucination', 'Hallucination', 'hallucinate',
-           'scene_seed', 'caption_rng', 'scene_captions', 'make_sample', 'make_samples', 'sample_objects',
-           'object_stats']
+           'add_true_sentence', 'scene_seed', 'caption_rng', 'scene_captions', 'make_sample', 'make_samples',
+           'length_rule', 'sample_objects', 'object_stats']
 
 # %% ../nbs/03_scenes.ipynb #bff8bd74
 CATEGORIES = ("circle", "square", "triangle", "star", "house", "tree", "car")
@@ -54,6 +55,7 @@ class SceneConfig:
     p_cooccur: float = 0.7 # chance that a further object is a co-occurrence partner of one already drawn
     p_event: float = 0.6 # chance that a scene shows an event
     p_on: float = 0.3 # chance that a scene without a binary event stacks a small object on a square or car
+    length_match: bool = True # short captions gain a true second sentence and hallucinations only rewrite in place
 
     def __post_init__(self):
         cats = [c for c, _ in self.category_weights]
@@ -895,24 +897,25 @@ def _absent_categories(scene: Scene, rng: random.Random, cfg: SceneConfig = Scen
     return partners + others
 
 # %% ../nbs/03_scenes.ipynb #8bca6249
-def _object_edits(scene, cap, rng):
+def _object_edits(scene, cap, rng, append: bool = True):
     parts = cap.parts
     swaps = [(k, p) for k, p in cap.slots("cat") if p.obj is not None and not p.arg]
     rng.shuffle(swaps)
     absent = _absent_categories(scene, rng)
-    def swapped():
+    def swapped(close: bool = False):   # close: absent names nearest in length first, longer before shorter
         for k, p in swaps:
-            for c in absent[:3]:
+            for c in sorted(absent[:3], key=lambda c: (abs(len(c) - len(p.value)), len(c) < len(p.value))) if close else absent[:3]:
                 new = parts[:k] + (replace(p, value=c, text=c),) + parts[k + 1:]
                 yield new, realize(_np_span(new, k), False), realize(_np_span(parts, k), False)
     def added():
         for c in absent[:2]:
             colour = rng.choice(sorted(COLORS))
             yield parts + ("there", "is", "also", "a", colour, c, "."), f"{colour} {c}", None
+    if not append: yield from swapped(close=True); return
     first, second = (swapped, added) if swaps and rng.random() < 0.7 else (added, swapped)
     yield from first(); yield from second()
 
-def _attribute_edits(scene, cap, rng):
+def _attribute_edits(scene, cap, rng, append: bool = True):
     parts = cap.parts
     slots = cap.slots("color", "size", "texture", "num")
     rng.shuffle(slots)
@@ -936,7 +939,7 @@ def _fact(scene, i: int, slot: Slot, j: int | None = None) -> str:
 _OPPOSITE = {"left_of": "right_of", "right_of": "left_of", "above": "below", "below": "above", "on": "below",
              "next_to": "above", "left": "right", "right": "left", "top": "bottom", "bottom": "top", "middle": "left"}
 
-def _relation_edits(scene, cap, rng):
+def _relation_edits(scene, cap, rng, append: bool = True):
     parts = cap.parts
     slots = cap.slots("rel", "pos")
     rng.shuffle(slots)
@@ -954,7 +957,7 @@ def _relation_edits(scene, cap, rng):
             slot = _pos_slot(rng, v, i)
             yield parts[:end] + (slot,) + parts[end:], slot.text, _fact(scene, i, true)
 
-def _event_edits(scene, cap, rng):
+def _event_edits(scene, cap, rng, append: bool = True):
     parts = cap.parts
     def altered():
         for k, p in cap.slots("event"):
@@ -969,6 +972,7 @@ def _event_edits(scene, cap, rng):
             kind = rng.choice(("chase", "collide", "fall"))
             act = ["is", "falling", "nearby"] if kind == "fall" else ["is", rng.choice(_EVENT_TEXT[kind]), *_ref(scene, i)]
             yield parts + ("meanwhile", ",", *who, *act, "."), realize([*who, *act], False), None
+    if not append: yield from altered(); return
     can_alter = any(p.obj2 is not None for _, p in cap.slots("event"))
     first, second = (altered, invented) if can_alter and rng.random() < 0.5 else (invented, altered)
     yield from first(); yield from second()
@@ -978,17 +982,33 @@ _EDITS = {"object": _object_edits, "attribute": _attribute_edits, "relation": _r
 # %% ../nbs/03_scenes.ipynb #32e3d0e7
 def hallucinate(scene: Scene, caption: Caption, htype: str, # one of HAL_TYPES
                 rng: random.Random,
-                check_caption: bool = True) -> Hallucination | None: # verify the caption is true first (skip if already done)
+                check_caption: bool = True, # verify the caption is true first (skip if already done)
+                append: bool = True # False: in-place rewrites only, never an appended sentence (length-matched captions)
+               ) -> Hallucination | None:
     "A rewrite of `caption` false in exactly one claim of type `htype`, or None if the scene allows none."
     if htype not in _EDITS: raise ValueError(f"unknown hallucination type {htype!r}; expected one of {HAL_TYPES}")
     true = caption.text
     if check_caption and not all(v.supported for v in judge(true, scene)):
         raise ValueError(f"the caption is not true of the scene: {true!r}")
     tw = _tokens(true)
-    for parts, content, contradicts in _EDITS[htype](scene, caption, rng):
+    for parts, content, contradicts in _EDITS[htype](scene, caption, rng, append):
         text = realize(parts)
         if _check_rewrite(tw, text, htype, scene, content) is None: return Hallucination(htype, text, content, contradicts)
     return None
+
+# %% ../nbs/03_scenes.ipynb #e0ef1b2c
+def add_true_sentence(scene: Scene, caption: Caption, rng: random.Random) -> Caption:
+    "`caption` plus a true sentence: the scene's binary event if the caption has none, else another object's existence."
+    objs = scene.objects
+    binary = [e for e in scene.events if e.kind != "fall"]
+    if binary and not any(p.obj2 is not None for _, p in caption.slots("event")):
+        e = binary[0]
+        tail = [*_ref(scene, e.agent, arg=True), "is", _event_slot(rng, e.kind, e.agent, e.patient), *_ref(scene, e.patient, arg=True), "."]
+    else:
+        named = {p.obj for _, p in caption.slots() if p.obj is not None}
+        i = rng.choice([k for k in range(len(objs)) if k not in named] or list(range(len(objs))))
+        tail = ["there", "is", "also", *_np(objs[i], i, rng), "."]
+    return Caption(caption.parts + tuple(tail))
 
 # %% ../nbs/03_scenes.ipynb #a7fd9649
 SPLITS = ("train", "val", "test")
@@ -1009,15 +1029,17 @@ def scene_captions(scene: Scene, rng: random.Random | None = None) -> tuple[Capt
     return short_caption(scene, rng), long_caption(scene, rng)
 
 def make_sample(split: str, i: int, seed: int = 0, cfg: SceneConfig = SceneConfig()) -> Sample:
-    "The i-th sample of a split: rendered scene, true captions, one exact hallucination per type the scene allows."
+    "The i-th sample of a split: rendered scene, true captions (length-matched per `cfg`), one exact hallucination per type the scene allows."
     ss = scene_seed(split, i, seed)
     scene = generate_scene(ss, cfg)
     rng = caption_rng(scene)
     short, long = scene_captions(scene, rng)
+    if cfg.length_match: short = add_true_sentence(scene, short, rng)
     if not all(v.supported for v in judge(short.text, scene)): raise RuntimeError(f"scene {ss}: untrue caption {short.text!r}")
-    hals = {t: h.to_dict() for t in HAL_TYPES if (h := hallucinate(scene, short, t, rng, check_caption=False)) is not None}
+    hals = {t: h.to_dict() for t in HAL_TYPES
+            if (h := hallucinate(scene, short, t, rng, check_caption=False, append=not cfg.length_match)) is not None}
     meta = {"caption": short.text, "caption_long": long.text, "hallucinations": hals, "objects": scene.categories(),
-            "scene": scene.to_dict(), "source": "mmresearch.scenes", "license": "Apache-2.0"}
+            "scene": scene.to_dict(), "source": "mmresearch.scenes", "license": "Apache-2.0", "length_matched": cfg.length_match}
     return Sample(f"scene-{split}-{seed}-{i}", ImageRef(render(scene), name=f"mmresearch.scenes/{split}/{seed}/{i}"), "in_domain", meta)
 
 def make_samples(n: int, # how many samples
@@ -1025,6 +1047,17 @@ def make_samples(n: int, # how many samples
                  start: int = 0) -> list[Sample]: # index of the first sample, to extend a set without repeating it
     "`n` in-domain samples of a split, deterministic in (split, seed, cfg)."
     return [make_sample(split, i, seed, cfg) for i in range(start, start + n)]
+
+# %% ../nbs/03_scenes.ipynb #d7ed7b7c
+def length_rule(samples: Sequence[Sample] # scene-world samples (meta caption and hallucinations)
+               ) -> pd.DataFrame:
+    "Per hallucination type: pairs, % hallucinated longer / equal / shorter (characters), and the longer-is-false rule's accuracy (%)."
+    rows = [(t, len(h["caption"]) - len(s.meta["caption"])) for s in samples for t, h in s.meta["hallucinations"].items()]
+    df = pd.DataFrame(rows, columns=["type", "gap"])
+    out = df.groupby("type").gap.agg(pairs="size", longer=lambda g: 100 * (g > 0).mean(), equal=lambda g: 100 * (g == 0).mean(),
+                                     shorter=lambda g: 100 * (g < 0).mean(), mean_gap_chars="mean")
+    out["rule_accuracy"] = out.longer + out.equal / 2
+    return out.reindex([t for t in HAL_TYPES if t in out.index])
 
 # %% ../nbs/03_scenes.ipynb #32074bca
 def sample_objects(s: Sample) -> list[str]:
