@@ -12,12 +12,13 @@ import pandas as pd
 
 from .cache import CachedModel
 from .core import Request, Sample, read_jsonl, stable_hash, user
-from .metrics import binary_report, wide_table
+from .metrics import binary_report, probability_report, wide_table
+from .models import yes_probabilities
 from .parsing import parse_answers
 
 # %% auto #0
 __all__ = ['HALLUCINATION_TYPES', 'PROMPTS', 'prompt_hash', 'disc_question', 'disc_items', 'run_discriminative', 'pair_rows',
-           'disc_metrics', 'metrics_wide', 'score_disc', 'score_chair', 'compare_disc']
+           'disc_metrics', 'metrics_wide', 'disc_probability_metrics', 'score_disc', 'score_chair', 'compare_disc']
 
 # %% ../nbs/12_haleval.ipynb #8a0ffb7b
 HALLUCINATION_TYPES = ("object", "attribute", "relation", "event")
@@ -69,8 +70,11 @@ def run_discriminative(samples: Sequence[Sample],
                        policy: str = "exclude", # unparseable answers: negative, positive, exclude or reask
                        extractor: CachedModel | None = None, # the answer extractor for policy "reask"
                        max_new_tokens: int | None = None, # default 8 direct, 96 with CoT
-                       progress=None) -> pd.DataFrame:
+                       progress=None,
+                       score_yes: bool = False # also ask P("yes") vs P("no") at the first answer token (direct answers only): p_yes, p_yes_error
+                      ) -> pd.DataFrame:
     "Ask the unified question for every (sample, caption); one row per item with raw and parsed answers."
+    if score_yes and cot: raise ValueError("score_yes needs direct answers: with chain of thought the first answer token is reasoning, not the verdict")
     items = disc_items(samples)
     by_id = {s.id: s for s in samples}
     questions = [disc_question(c, variant, cot) for c in items.caption]
@@ -78,6 +82,9 @@ def run_discriminative(samples: Sequence[Sample],
     requests = [Request([user(by_id[sid].image, q)], max_new_tokens=limit) for sid, q in zip(items.sample_id, questions)]
     responses = model.generate(requests, progress=progress) if progress else model.generate(requests)
     parsed = parse_answers(responses, policy=policy, extractor=extractor, questions=questions)
+    if score_yes:
+        p_yes, why = yes_probabilities(model, requests)
+        items = items.assign(p_yes=p_yes, p_yes_error=why)
     return items.assign(
         prompt_variant=variant, cot=cot, prompt_hash=prompt_hash(variant, cot), max_new_tokens=limit,
         raw=[r.text for r in responses], error=[r.error.kind if r.error else None for r in responses],
@@ -115,6 +122,17 @@ def disc_metrics(rows: pd.DataFrame, # output of `run_discriminative` (several c
 def metrics_wide(table: pd.DataFrame, index: Sequence[str] = ("domain", "pair_type"), digits: int = 1) -> pd.DataFrame:
     "The paper's layout: one row per condition and group, one column per metric, each cell 'value [low, high]'."
     return wide_table(table, [c for c in ("prompt_variant", "cot") if c in table.columns] + list(index), digits)
+
+# %% ../nbs/12_haleval.ipynb #f05a5c7c
+def disc_probability_metrics(rows: pd.DataFrame, # output of `run_discriminative(..., score_yes=True)`
+                             by: Sequence[str] = ("domain", "pair_type"), n_bins: int = 10,
+                             n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    "Per group and type (plus 'all' pairs pooled): AUROC and ECE of P(yes) with CIs, Brier, n, n_unscored, n_clusters (by sample)."
+    if "p_yes" not in rows: raise KeyError("disc_probability_metrics: rows have no p_yes column; run run_discriminative(..., score_yes=True)")
+    by = [c for c in ("prompt_variant", "cot", "policy") if c in rows.columns] + list(by)
+    paired = pair_rows(rows[rows.error.isna()])
+    paired = pd.concat([paired.assign(pair_type="all"), paired], ignore_index=True)
+    return probability_report(paired, by, cluster="sample_id", n_bins=n_bins, n_boot=n_boot, seed=seed, level=level)
 
 # %% ../nbs/12_haleval.ipynb #ffeb42dd
 def score_disc(rows, # a JSONL path, or dicts with sample_id, caption_type, answer, and optionally label, domain

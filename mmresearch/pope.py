@@ -17,13 +17,15 @@ import pandas as pd
 from .cache import CachedModel
 from .core import Request, Sample, stable_hash, user
 from .datasets import pope_split_from_name, read_json_records
-from .metrics import binary_report, wide_table
+from .metrics import binary_report, probability_report, wide_table
+from .models import yes_probabilities
 from .parsing import PARSERS, parse_answers
 from .scenes import object_stats, sample_objects
 
 # %% auto #0
 __all__ = ['QUESTION_TEMPLATE', 'SPLITS', 'ITEM_COLUMNS', 'DEFAULT_POLICY', 'pope_question', 'sample_negatives', 'pope_items',
-           'file_items', 'run_pope', 'pope_metrics', 'pope_wide', 'write_pope_questions', 'score_pope']
+           'file_items', 'run_pope', 'pope_metrics', 'pope_wide', 'pope_probability_metrics', 'write_pope_questions',
+           'score_pope']
 
 # %% ../nbs/13_pope.ipynb #ac1a5a07
 QUESTION_TEMPLATE = "Is there {article} {object} in the image?"
@@ -139,6 +141,7 @@ def run_pope(samples: Sequence[Sample], # annotated samples, or samples from `da
              cooccurrence: Mapping[str, Mapping[str, int]] | None = None,
              progress=None,
              from_file: bool = False, # ask the questions the samples carry (an official file, as loaded) instead of sampling
+             score_yes: bool = False, # also ask P("yes") vs P("no") at the first answer token: columns p_yes, p_yes_error
             ) -> pd.DataFrame:
     "Ask every POPE question; one row per question with raw, parsed, parse_ok and error."
     if not isinstance(model, CachedModel): raise TypeError("model must be wrapped: CachedModel(model, ResponseCache(path))")
@@ -152,6 +155,9 @@ def run_pope(samples: Sequence[Sample], # annotated samples, or samples from `da
         raw=[r.text for r in responses], parsed=[p.parsed for p in parsed], parse_ok=[p.parse_ok for p in parsed],
         parse_method=[p.method for p in parsed], parser=parser, policy=policy, seed=seed,
         error=[r.error.kind if r.error else None for r in responses], max_new_tokens=max_new_tokens)
+    if score_yes:
+        p_yes, why = yes_probabilities(model, requests)
+        rows = rows.assign(p_yes=p_yes, p_yes_error=why)
     rows.attrs["skipped"] = items.attrs["skipped"]
     return rows
 
@@ -179,6 +185,20 @@ def pope_metrics(rows: pd.DataFrame, # output of `run_pope` (several runs may be
 def pope_wide(table: pd.DataFrame, index: Sequence[str] = ("split",), digits: int = 1) -> pd.DataFrame:
     "POPE's layout: one row per split (or other group), one column per metric, each cell 'value [low, high]'."
     return wide_table(table, index, digits)
+
+# %% ../nbs/13_pope.ipynb #08d7de8e
+def pope_probability_metrics(rows: pd.DataFrame, # output of `run_pope(..., score_yes=True)`
+                             by: Sequence[str] = ("split",), n_bins: int = 10,
+                             n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                             cluster: str | None = "image" # column resampled together; None: each question alone
+                            ) -> pd.DataFrame:
+    "Per group: AUROC and ECE of P(yes) with CIs, Brier, n (scored), n_unscored, n_clusters, cluster; an 'all' row pools the splits."
+    if "p_yes" not in rows: raise KeyError("pope_probability_metrics: rows have no p_yes column; run run_pope(..., score_yes=True)")
+    ok = rows[rows.error.isna()]
+    parts = [probability_report(ok, by, cluster=cluster, n_bins=n_bins, n_boot=n_boot, seed=seed, level=level)]
+    if "split" in by and ok.split.nunique() > 1:
+        parts.append(probability_report(ok.assign(split="all"), by, cluster=cluster, n_bins=n_bins, n_boot=n_boot, seed=seed, level=level))
+    return pd.concat(parts, ignore_index=True)
 
 # %% ../nbs/13_pope.ipynb #9a0347c5
 def write_pope_questions(path: str | Path, # the .jsonl file to write
