@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 # %% auto #0
-__all__ = ['SCORERS', 'get_scorer', 'format_table', 'cmd_score', 'parse_only', 'suite_members', 'cmd_sweep', 'cmd_main',
-           'build_parser', 'main']
+__all__ = ['SCORERS', 'get_scorer', 'format_table', 'cmd_score', 'parse_only', 'performance_summary', 'performance_line',
+           'suite_members', 'cmd_sweep', 'cmd_main', 'build_parser', 'main']
 
 # %% ../nbs/30_cli.ipynb #3d87be03
 SCORERS: dict[str, str] = {
@@ -71,6 +71,32 @@ def parse_only(pairs: Sequence[str]) -> dict[str, str]:
         out[k.strip()] = v.strip()
     return out
 
+# %% ../nbs/30_cli.ipynb #c3f0e002
+def performance_summary(results: Sequence, # the `SweepResult`s of one invocation
+                        ) -> dict:
+    "Summed model and wall time over the runs these sweeps executed, and how many runs recorded no model time."
+    from mmresearch.report import read_manifest
+    model = wall = 0.0
+    runs = unknown = 0
+    for res in results:
+        for r in res.runs:
+            if r.status not in ("ok", "failed"): continue   # skipped and not-run cells took no time here
+            try: perf = read_manifest(res.sweep_dir/r.run).get("performance") or {}
+            except ValueError: perf = {}
+            if perf.get("model_time_s") is None or not perf.get("wall_time_s"): unknown += 1; continue
+            model, wall, runs = model + perf["model_time_s"], wall + perf["wall_time_s"], runs + 1
+    return {"runs": runs, "unknown": unknown, "model_time_s": round(model, 3), "wall_time_s": round(wall, 3),
+            "model_share": round(model / wall, 4) if wall else None}
+
+def performance_line(perf: dict) -> str:
+    "One line for the end of the main job: model time against wall time, and the harness's share."
+    if not perf["runs"]:
+        return "Performance: no run was executed with its model time recorded (all current, or none finished)."
+    share = perf["model_share"]
+    return (f"Performance: models {perf['model_time_s']:.1f} s of {perf['wall_time_s']:.1f} s wall time over {perf['runs']} runs "
+            f"(model/wall = {share:.2f}; the harness's share {1 - share:.0%})"
+            + (f"; {perf['unknown']} runs recorded no model time" if perf["unknown"] else "") + ".")
+
 # %% ../nbs/30_cli.ipynb #3cad0ebd
 def suite_members(path: str | Path) -> list[Path] | None:
     "The params files a suite file lists under `suite:` (resolved against its folder's project), or None for a sweep file."
@@ -117,6 +143,7 @@ def cmd_main(workers: int = 2, reports: str | None = None, cache: str | None = N
     if not default.exists(): raise SystemExit(f"no params/default.yaml under {root}")
     results = cmd_sweep(str(default), workers=workers, reports=reports or str(root/"reports"), cache=cache, progress=progress)
     print(f"Open the reports: {results[-1].index}")
+    print(performance_line(performance_summary(results)))
     return results
 
 # %% ../nbs/30_cli.ipynb #4a8aa88b

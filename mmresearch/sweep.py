@@ -33,8 +33,8 @@ from .report import (MANIFEST, QUIET_KERNEL, SWEEP_FILE, read_manifest, read_swe
 __all__ = ['SPEC_KEYS', 'RESERVED', 'MAX_FAILED_SHARE', 'OUTPUTS', 'LOCK_FILE', 'PACKAGES', 'EXECUTORS', 'SweepSpec',
            'param_types', 'read_yaml', 'load_params', 'Cell', 'run_name', 'check_secrets', 'expand_grid',
            'select_cells', 'notebook_hash', 'module_refs', 'module_closure', 'code_fingerprint', 'data_hash',
-           'cell_fingerprint', 'RunResult', 'folder_lock', 'failed_calls_problem', 'run_job', 'git_info',
-           'package_versions', 'execute_local', 'execute_dask', 'SweepResult', 'is_current', 'run_sweep']
+           'cell_fingerprint', 'RunResult', 'folder_lock', 'failed_calls_problem', 'run_performance', 'run_job',
+           'git_info', 'package_versions', 'execute_local', 'execute_dask', 'SweepResult', 'is_current', 'run_sweep']
 
 # %% ../nbs/20_sweep.ipynb #bbde0ad3
 SPEC_KEYS = ("name", "description", "notebook", "fixed", "grid", "cells", "data", "headline", "summary", "max_failed_share")
@@ -326,6 +326,15 @@ def failed_calls_problem(study: dict, # the study part of a run's manifest, with
                 f"({max_failed_share:.0%}); the metrics would describe the minority that answered")
     return None
 
+def run_performance(study: dict, # the study part of a run's manifest, with `model_time_s` (seconds waiting for models)
+                    wall_time_s: float) -> dict: # the run's wall time, kernel start to manifest
+    "Model time vs wall time of one run: the model's share and the harness's (kernel, data, scoring, report cells)."
+    model = study.get("model_time_s")
+    if not isinstance(model, (int, float)) or not wall_time_s:
+        return {"model_time_s": None, "wall_time_s": wall_time_s, "model_share": None, "harness_share": None}
+    return {"model_time_s": round(model, 3), "wall_time_s": wall_time_s, "model_share": round(model / wall_time_s, 4),
+            "harness_share": round(1 - model / wall_time_s, 4)}
+
 def run_job(job: dict) -> dict:
     "Execute one cell with papermill (holding its folder's lock), write its manifest and page; returns a `RunResult` as a dict."
     run_dir = Path(job["run_dir"]); run_dir.mkdir(parents=True, exist_ok=True)
@@ -352,7 +361,7 @@ def _run_locked(job: dict, run_dir: Path) -> dict:
         if problem: status, error = "failed", problem
     wall = round(time.perf_counter() - t0, 3)
     manifest = {**job["manifest"], "status": status, "error": error, "started": started, "wall_time_s": wall,
-                "worker": _dask_worker(), "study": study}
+                "performance": run_performance(study, wall), "worker": _dask_worker(), "study": study}
     write_json(run_dir/MANIFEST, manifest)
     if (run_dir/"run.ipynb").exists():
         try: render_run(run_dir)
