@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import itertools
 import json
 import math
 import random
@@ -29,13 +30,14 @@ from .scenes import (CATEGORIES, COLORS, NUMBER_WORDS, SIZES, TEXTURES, Event, S
 
 # %% auto #0
 __all__ = ['T2I_CATEGORIES', 'ATTRIBUTE_CATEGORIES', 'RELATION_PHRASES', 'OPPOSITE', 'EVENT_PHRASES', 'DEVIATIONS',
-           'CATEGORY_DEVIATIONS', 'FOCUS', 'ASPECT', 'JUDGE_MODES', 'JUDGE_FAILURES', 'max_score', 'check_category',
-           'Thing', 'PromptSpec', 'T2IPrompt', 'make_prompts', 'prompt_set', 'load_prompts', 'folder_samples',
-           'generate_images', 'layout', 'satisfies', 'applicable_deviations', 'deviate', 'draw_prompt',
-           'render_prompts', 'NounChunk', 'spacy_pipeline', 'noun_chunks', 'attribute_rubric', 'prompt_rubric',
-           'Question', 'questions_for', 'describe_request', 'score_request', 'reask_request', 'InvalidVerdict',
-           'Verdict', 'parse_verdict', 'JudgeFailure', 'T2IJudge', 'prompt_scores', 'summarize', 'meta_evaluate',
-           'deviation_table', 'colours_in_image', 'palette_judge', 'trust_verdicts']
+           'CATEGORY_DEVIATIONS', 'FOCUS', 'ASPECT', 'JUDGE_MODES', 'PROTOCOLS', 'JUDGE_FAILURES', 'VQASCORE_QUESTION',
+           'max_score', 'check_category', 'Thing', 'PromptSpec', 'T2IPrompt', 'make_prompts', 'prompt_set',
+           'load_prompts', 'folder_samples', 'generate_images', 'layout', 'satisfies', 'applicable_deviations',
+           'deviate', 'draw_prompt', 'render_prompts', 'NounChunk', 'spacy_pipeline', 'noun_chunks', 'attribute_rubric',
+           'prompt_rubric', 'Question', 'questions_for', 'describe_request', 'score_request', 'reask_request',
+           'InvalidVerdict', 'Verdict', 'parse_score', 'parse_verdict', 'JudgeFailure', 'T2IJudge', 'prompt_scores',
+           'summarize', 'meta_evaluate', 'deviation_table', 'colours_in_image', 'palette_judge', 'trust_verdicts',
+           'vqascore', 'judge_agreement']
 
 # %% ../nbs/15_t2i_judge.ipynb #a4e7505c
 T2I_CATEGORIES = ("color", "shape", "texture", "spatial", "spatial_3d", "action", "numeracy", "complex")
@@ -478,6 +480,7 @@ def questions_for(prompt: str, category: str,
 
 # %% ../nbs/15_t2i_judge.ipynb #22fe9e2a
 JUDGE_MODES = ("cot", "direct")
+PROTOCOLS = ("json", "score")   # how the judge answers: a {score, explanation} object (Hemm-style), or the number alone
 
 def describe_request(image: ImageRef, category: str, max_new_tokens: int = 200) -> Request:
     "Step 1: describe the image, looking closely at what the category tests."
@@ -486,8 +489,10 @@ def describe_request(image: ImageRef, category: str, max_new_tokens: int = 200) 
 
 def score_request(image: ImageRef, q: Question,
                   description: str | None = None, # the judge's step-1 description (chain of thought), or None (direct)
-                  max_new_tokens: int = 150) -> Request:
-    "Step 2 (or the only step): score the image against the rubric, answering in JSON."
+                  max_new_tokens: int = 150,
+                  protocol: str = "json" # "json": a {score, explanation} object; "score": the number alone
+                 ) -> Request:
+    "Step 2 (or the only step): score the image against the rubric, answering in JSON or with the score alone."
     parts = [f'Text prompt: "{q.prompt}"']
     if description is not None: parts.append(f'Image description: """{description.strip()}"""')
     if q.chunk is not None:
@@ -497,16 +502,20 @@ def score_request(image: ImageRef, q: Question,
     else:
         parts.append(f"Looking at the image{' and its description' if description is not None else ''}, how well is the "
                      f"text prompt shown in the image? Score it from 1 to 5, paying attention to {FOCUS[q.category]}:")
-    parts += [q.rubric, _json_instruction(q.max_score)]
+    parts += [q.rubric, _reply_instruction(q.max_score, protocol)]
     return Request([user(image, "\n".join(parts))], max_new_tokens=max_new_tokens)
 
 def _json_instruction(m: int) -> str:
     return f'Reply with only a JSON object: {{"score": <an integer from 1 to {m}>, "explanation": "<one sentence>"}}.'
 
-def reask_request(previous: Request, reply: str, problem: str, max_score: int) -> Request:
+def _reply_instruction(m: int, protocol: str) -> str:
+    if protocol not in PROTOCOLS: raise ValueError(f"unknown judge protocol {protocol!r}; choose one of {PROTOCOLS}")
+    return _json_instruction(m) if protocol == "json" else f"Reply with only the score: one number from 1 to {m}."
+
+def reask_request(previous: Request, reply: str, problem: str, max_score: int, protocol: str = "json") -> Request:
     "The conversation so far, the invalid reply, and a request to answer again in the right form."
     return replace(previous, messages=previous.messages + (Message("assistant", (reply,)),
-                   user(f"That reply could not be used: {problem}. {_json_instruction(max_score)}")))
+                   user(f"That reply could not be used: {problem}. {_reply_instruction(max_score, protocol)}")))
 
 # %% ../nbs/15_t2i_judge.ipynb #082ee594
 class InvalidVerdict(ValueError):
@@ -530,6 +539,18 @@ class Verdict(BaseModel):
         top = (info.context or {}).get("max_score", 5)
         if not 1 <= v <= top: raise ValueError(f"score must be an integer from 1 to {top}, got {v}")
         return v
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+def parse_score(text: str, max_score: int) -> Verdict:
+    "The score of a score-only reply: its one number, an integer from 1 to `max_score` (no explanation); else `InvalidVerdict`."
+    found = list(dict.fromkeys(_NUMBER.findall(text)))
+    if not found: raise InvalidVerdict("the reply has no number")
+    if len({float(n) for n in found}) > 1: raise InvalidVerdict(f"the reply has several numbers ({', '.join(found)}); give one")
+    value = float(found[0])
+    if value != int(value): raise InvalidVerdict(f"score must be an integer, got {found[0]}")
+    if not 1 <= value <= max_score: raise InvalidVerdict(f"score must be an integer from 1 to {max_score}, got {int(value)}")
+    return Verdict(score=int(value), explanation="")
 
 def parse_verdict(text: str, max_score: int) -> Verdict:
     "The `Verdict` in a judge's reply, or `InvalidVerdict` saying what is wrong."
@@ -566,15 +587,17 @@ class T2IJudge:
     describe_tokens: int = 200
     score_tokens: int = 150
     chunker: Callable[[str], tuple[list[NounChunk], int]] | None = None # default: spaCy `noun_chunks`
+    protocol: str = "json" # "json": a {score, explanation} object (Hemm-style); "score": the number alone
 
     def __post_init__(self):
         if not isinstance(self.model, CachedModel):
             raise TypeError(f"T2IJudge needs a CachedModel (wrap it: CachedModel(model, ResponseCache(path))), got {type(self.model).__name__}")
         if self.mode not in JUDGE_MODES: raise ValueError(f"unknown judge mode {self.mode!r}; choose one of {JUDGE_MODES}")
         if self.max_reasks < 0: raise ValueError(f"max_reasks must be >= 0, got {self.max_reasks}")
+        if self.protocol not in PROTOCOLS: raise ValueError(f"unknown judge protocol {self.protocol!r}; choose one of {PROTOCOLS}")
 
     @property
-    def name(self) -> str: return f"{self.model.fingerprint}|{self.mode}"
+    def name(self) -> str: return f"{self.model.fingerprint}|{self.mode}" + ("" if self.protocol == "json" else f"|{self.protocol}")
 
     def __call__(self, samples: Sequence[Sample]) -> pd.DataFrame:
         "One row per question (score or failure) for samples whose meta has `prompt` and `category`."
@@ -599,14 +622,15 @@ class T2IJudge:
             d = descs.get(i)
             for j, q in enumerate(qs):
                 if d is not None and not d.ok: results[i, j] = (JudgeFailure("call", f"description: {d.error.kind}: {d.error.message}"), 0); continue
-                pending.append((i, j, score_request(s.image, q, d.text if d is not None else None, self.score_tokens)))
+                pending.append((i, j, score_request(s.image, q, d.text if d is not None else None, self.score_tokens, self.protocol)))
+        parse = parse_verdict if self.protocol == "json" else parse_score
         for attempt in range(1, self.max_reasks + 2):
             answers, retry = self.model.generate([r for _, _, r in pending]), []
             for (i, j, req), a in zip(pending, answers):
                 if not a.ok: results[i, j] = (JudgeFailure("call", f"{a.error.kind}: {a.error.message}", attempt), attempt); continue
-                try: results[i, j] = (parse_verdict(a.text, items[i][1][j].max_score), attempt)
+                try: results[i, j] = (parse(a.text, items[i][1][j].max_score), attempt)
                 except InvalidVerdict as e:
-                    if attempt <= self.max_reasks: retry.append((i, j, reask_request(req, a.text, str(e), items[i][1][j].max_score)))
+                    if attempt <= self.max_reasks: retry.append((i, j, reask_request(req, a.text, str(e), items[i][1][j].max_score, self.protocol)))
                     else: results[i, j] = (JudgeFailure("invalid", str(e), attempt), attempt)
             pending = retry
             if not pending: break
@@ -617,7 +641,7 @@ class T2IJudge:
         truth = ("faithful", "deviation", "deviation_note", "prompt_id")
         for i, (s, qs, skipped) in enumerate(items):
             base = {"sample_id": s.id, "prompt": s.meta["prompt"], "category": s.meta["category"], "judge": self.name,
-                    "mode": self.mode, "skipped_chunks": skipped, **{k: s.meta[k] for k in truth if k in s.meta}}
+                    "mode": self.mode, "protocol": self.protocol, "skipped_chunks": skipped, **{k: s.meta[k] for k in truth if k in s.meta}}
             d = descs.get(i)
             desc = d.text if d is not None and d.ok else None
             if not qs:
@@ -711,9 +735,11 @@ def palette_judge(r: Request) -> str:
     named = _colour_words(phrase.group(1))
     desc = re.search(r'Image description: """(.*?)"""', text, re.S)
     seen = set(_colour_words(desc.group(1)) if desc else colours_in_image(r.images[0]))
-    if not named: return json.dumps({"score": (top + 1) // 2, "explanation": "the text names no colour I can check"})
-    share = sum(c in seen for c in named) / len(named)
-    return json.dumps({"score": 1 + round(share * (top - 1)), "explanation": f"{share:.0%} of the named colours are visible"})
+    if not named: score, why = (top + 1) // 2, "the text names no colour I can check"
+    else:
+        share = sum(c in seen for c in named) / len(named)
+        score, why = 1 + round(share * (top - 1)), f"{share:.0%} of the named colours are visible"
+    return str(score) if "Reply with only the score" in text else json.dumps({"score": score, "explanation": why})
 
 # %% ../nbs/15_t2i_judge.ipynb #b2fdef07
 def trust_verdicts(meta: pd.DataFrame, # output of `meta_evaluate`
@@ -726,3 +752,59 @@ def trust_verdicts(meta: pd.DataFrame, # output of `meta_evaluate`
         return "unsure"
     v = meta.assign(verdict=meta.apply(verdict, axis=1))
     return v.pivot(index=["judge", "mode"], columns="category", values="verdict")[[c for c in (*T2I_CATEGORIES, "all") if c in set(meta.category)]]
+
+# %% ../nbs/15_t2i_judge.ipynb #288df928
+VQASCORE_QUESTION = "Does this figure show '{prompt}'? Please answer yes or no."
+
+def _vqa_probability(a: Response, normalise: bool) -> tuple[float, str | None]:
+    "The score of one VQAScore answer, or NaN and why there is none."
+    from mmresearch.core import option_share
+    if not a.ok: return math.nan, f"{a.error.kind}: {a.error.message}"
+    if a.option_probs is None: return math.nan, "unsupported: the model returned no token probabilities"
+    if normalise:
+        try: return option_share(a, "yes"), None
+        except ValueError as e: return math.nan, f"no_option: {e}"
+    p = a.option_probs.get("yes")
+    return (math.nan, "'yes' is not among the server's top alternatives") if p is None else (p, None)
+
+def vqascore(model: CachedModel, # the scoring model, through the response cache
+             samples: Sequence[Sample], # samples whose meta has `prompt` and `category`
+             normalise: bool = False # P(yes) / (P(yes) + P(no)) instead of the raw P(yes)
+            ) -> pd.DataFrame:
+    "VQAScore per sample (P('yes') to `VQASCORE_QUESTION`), as judge rows: mode 'vqascore', one question, max_score 1."
+    if not isinstance(model, CachedModel):
+        raise TypeError(f"vqascore needs a CachedModel (wrap it: CachedModel(model, ResponseCache(path))), got {type(model).__name__}")
+    if len({s.id for s in samples}) != len(samples): raise ValueError("vqascore: sample ids must be unique")
+    for s in samples:
+        for k in ("prompt", "category"):
+            if k not in s.meta: raise KeyError(f"sample {s.id}: meta has no {k!r}")
+        check_category(s.meta["category"], f"sample {s.id}")
+    answers = model.generate([Request([user(s.image, VQASCORE_QUESTION.format(prompt=s.meta["prompt"]))], max_new_tokens=1,
+                                      score_options=("yes", "no")) for s in samples])
+    name, rows = f"{model.fingerprint}|vqascore" + ("|normalised" if normalise else ""), []
+    for s, a in zip(samples, answers):
+        p, why = _vqa_probability(a, normalise)
+        rows.append({"sample_id": s.id, "prompt": s.meta["prompt"], "category": s.meta["category"], "judge": name,
+                     "mode": "vqascore", "protocol": "probability", "skipped_chunks": 0,
+                     **{k: s.meta[k] for k in ("faithful", "deviation", "deviation_note", "prompt_id") if k in s.meta},
+                     "question": 0, "chunk": None, "max_score": 1, "score": p, "fractional": p, "explanation": None,
+                     "description": None, "attempts": 1, "failure": None if why is None else "call", "failure_message": why})
+    return pd.DataFrame(rows)
+
+# %% ../nbs/15_t2i_judge.ipynb #5d981c35
+def judge_agreement(rows: pd.DataFrame, # judge rows of several judges / modes on the same samples (stacked)
+                    level: float = 0.95) -> pd.DataFrame:
+    "Per pair of (judge, mode): Spearman and Kendall of their per-sample fractional scores over the samples both scored, with n."
+    per = prompt_scores(rows)
+    scores = {jm: g.set_index("sample_id").fractional for jm, g in per.groupby(["judge", "mode"], sort=False)}
+    out = []
+    for a, b in itertools.combinations(scores, 2):
+        both = pd.concat([scores[a], scores[b]], axis=1, join="inner").dropna()
+        both.columns = [a, b]
+        row = {"judge_a": a[0], "mode_a": a[1], "judge_b": b[0], "mode_b": b[1], "n": len(both)}
+        for m in ("spearman", "kendall"):
+            c = correlation(both[a], both[b], m, level=level)
+            row.update({m: c["r"], f"{m}_low": c["ci_low"], f"{m}_high": c["ci_high"]})
+        out.append(row)
+    return pd.DataFrame(out, columns=["judge_a", "mode_a", "judge_b", "mode_b", "n", "spearman", "spearman_low", "spearman_high",
+                                      "kendall", "kendall_low", "kendall_high"])
