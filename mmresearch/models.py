@@ -31,8 +31,8 @@ from .core import (ImageDecodeError, ImageRef, Message, Request, Response, optio
 __all__ = ['SCRIPTS', 'MODEL_FILES', 'CONTINUOUS_FAMILIES', 'MODEL_KINDS', 'Model', 'ScriptedModel', 'to_openai_messages',
            'classify_openai_error', 'retry_after_s', 'NoLogprobs', 'OpenAIChatModel', 'folder_hash',
            'torchvision_usable', 'NoVideoProcessor', 'image_only_processor_class', 'load_processor',
-           'generate_in_batches', 'default_device', 'DecodeRow', 'DecodeBatch', 'HFModel', 'yes_probabilities',
-           'tiny_model_path', 'parse_model_spec', 'load_model']
+           'generate_in_batches', 'default_device', 'DecodeRow', 'DecodeBatch', 'HFModel', 'ask_scored',
+           'yes_probabilities', 'tiny_model_path', 'parse_model_spec', 'load_model']
 
 # %% ../nbs/02_models.ipynb #6f0e92c8
 @runtime_checkable
@@ -617,6 +617,16 @@ def _cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
     return (text[:min(cuts)].rstrip(), True) if cuts else (text, False)
 
 # %% ../nbs/02_models.ipynb #98630041
+def ask_scored(model, # anything with `generate`
+               requests: Sequence[Request] # requests with `score_options`
+              ) -> list[Response]:
+    "Answers to scored requests; when the first shows the backend cannot score (`unsupported`), that failure for all, unasked."
+    if not requests: return []
+    first = model.generate(list(requests[:1]))[0]
+    if (not first.ok and first.error.kind == "unsupported") or (first.ok and first.option_probs is None):
+        return [first] * len(requests)
+    return [first, *model.generate(list(requests[1:]))]
+
 def yes_probabilities(model, # anything with `generate`; a `CachedModel` caches the scores
                       requests: Sequence[Request], # the questions as asked for the answers
                       options: tuple[str, ...] = ("yes", "no"), # the answers compared at the first token
@@ -625,7 +635,7 @@ def yes_probabilities(model, # anything with `generate`; a `CachedModel` caches 
     "Per request, P(`positive`) among `options` at the first answer token (NaN where none), and the reason it is missing."
     from mmresearch.core import option_share
     if positive not in options: raise ValueError(f"positive option {positive!r} is not among {options}")
-    answers = model.generate([dataclasses.replace(r, max_new_tokens=1, stop=(), score_options=options) for r in requests])
+    answers = ask_scored(model, [dataclasses.replace(r, max_new_tokens=1, stop=(), score_options=options) for r in requests])
     probs, why = [], []
     for a in answers:
         if not a.ok: probs.append(math.nan); why.append(f"{a.error.kind}: {a.error.message}"); continue
