@@ -303,8 +303,9 @@ def paired_mde(correct_a, correct_b, # per row: was each condition right? (bool)
            "n_clusters": n if ids is None or not n else int(ids.max()) + 1}
     if n_disc == 0: return out
     deff = 1.0 if ids is None else float((np.bincount(ids, weights=d) ** 2).sum() / n_disc)
-    n_eff, psi = n / deff, n_disc / n
     out["design_effect"] = deff
+    if deff == 0: return out      # every cluster's discordant rows cancel: no variance to size an effect against
+    n_eff, psi = n / deff, n_disc / n
     if n_eff > za * za - zb * zb:
         out["mde"] = 100 * math.sqrt(psi) * (za * math.sqrt(n_eff) + zb * math.sqrt(n_eff - za * za + zb * zb)) / (n_eff + zb * zb)
     return out
