@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
+from .batchcheck import BatchCheck
 from .core import Request, Response, redact, redact_response, secret_values, stable_hash
 
 # %% auto #0
@@ -170,10 +171,13 @@ class CachedModel:
     def __init__(self,
                  model, # any object with `fingerprint`, `batch_size` and `generate(requests)`
                  cache: ResponseCache, # where answers are stored and looked up
-                 chunk_size: int | None = None): # requests sent (and committed) at once; default `model.batch_size`
+                 chunk_size: int | None = None, # requests sent (and committed) at once; default `model.batch_size`
+                 batch_check: float = 0, # re-ask this many answered greedy requests (a share, when below 1) at batch size 1; 0: off
+                 batch_check_seed: int = 0): # draws the requests re-asked
         self.model, self.cache = model, cache
         self.chunk_size = chunk_size or getattr(model, "batch_size", 16)
         self.stats = CacheStats()
+        self.batch_check = BatchCheck(batch_check, batch_check_seed) if batch_check else None
 
     @property
     def fingerprint(self) -> str: return self.model.fingerprint
@@ -193,6 +197,7 @@ class CachedModel:
         for i, (k, o) in enumerate(zip(keys, out)):
             if o is None: todo.setdefault(k if k is not None else f"nocache:{i}", []).append(i)
         groups = list(todo.values())
+        origins = ["cache" if o is not None else None for o in out] if self.batch_check else None  # for the batch check
         done = len(requests) - sum(map(len, groups))
         if progress: progress(done)
         for batch in self._answers([requests[g[0]] for g in groups]):
@@ -204,8 +209,17 @@ class CachedModel:
                 done += len(groups[j])
             self.stats.calls += len(batch)
             self.stats.errors += sum(not a.ok for _, a in batch)
+            if origins is not None:
+                sent = "stream" if hasattr(self.model, "generate_stream") else len(batch)
+                for j, _ in batch:
+                    for i in groups[j]: origins[i] = sent
             if progress: progress(done)
+        if origins is not None: self.batch_check.run(self.model, requests, out, origins, secrets)
         return out
+
+    def batch_invariance(self) -> dict | None:
+        "The batch check's counts, agreement rate and first disagreements, for the run's manifest; None when off."
+        return self.batch_check.summary() if self.batch_check else None
 
     def _answers(self, reqs: list[Request]) -> Iterator[list[tuple[int, Response]]]:
         "Batches of `(index, response)` to store: one per answer from a streaming model, else one per chunk."

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
+from .batchcheck import batch_invariance_html, batch_invariance_runs_html
 from .core import ImageRef, canonical_json
 
 # %% auto #0
@@ -236,9 +237,10 @@ def render_run(run_dir: str | Path) -> Path:
     status = m.get("status")
     banner = (f'<p class="mmr-status" style="color:#c33"><b>This run failed:</b> {html.escape(str(m.get("error", "")))}</p>'
               if status == "failed" else "")
+    checks = batch_invariance_html(m.get("study", {}).get("batch_invariance"))  # '' when the run did not check
     page = notebook_html(nb, title, before=[nav_html(("all sweeps", "../../index.html"), ("sweep summary", "../summary.html"),
                                                      ("executed notebook", "run.ipynb")) + banner],
-                         after=[manifest_html(m, "Run manifest")])
+                         after=[*([checks] if checks else []), manifest_html(m, "Run manifest")])
     return write_text_atomic(run_dir/"run.html", page)
 
 # %% ../nbs/21_report.ipynb #b77dbc5e
@@ -379,9 +381,11 @@ def render_summary(sweep_dir: str | Path, # the sweep's report folder
                         cwd=str(cwd or sweep_dir), kernel_name="python3", extra_arguments=QUIET_KERNEL)
     info = read_sweep(sweep_dir)
     sweep_manifest = {k: v for k, v in info.items() if k != "runs"}
+    checks = batch_invariance_runs_html([(r["run"], read_manifest(sweep_dir/r["run"]).get("study", {}).get("batch_invariance"))
+                                         for r in info["runs"]])  # '' when no run checked
     page = notebook_html(nbformat.read(out, as_version=4), f"{info['name']}: summary",
                          before=[nav_html(("all sweeps", "../index.html"))],
-                         after=[runs_links_html(info), manifest_html(sweep_manifest, "Sweep manifest")])
+                         after=[*([checks] if checks else []), runs_links_html(info), manifest_html(sweep_manifest, "Sweep manifest")])
     return write_text_atomic(sweep_dir/"summary.html", page)
 
 def runs_links_html(info: dict) -> str:
