@@ -20,7 +20,7 @@ import pandas as pd
 
 from .cache import CachedModel
 from .core import ImageRef, Request, Response, stable_hash, user
-from .metrics import mean_ci
+from .metrics import mcnemar, mean_ci
 
 # %% auto #0
 __all__ = ['LETTERS', 'ROTATION_OFFSET', 'MMBENCH_PROMPT', 'HINT_LINE', 'REQUIRED_TSV_COLUMNS', 'EXTRACTOR_PROMPT', 'STEPS',
@@ -28,7 +28,8 @@ __all__ = ['LETTERS', 'ROTATION_OFFSET', 'MMBENCH_PROMPT', 'HINT_LINE', 'REQUIRE
            'template_hash', 'MMBenchFormatError', 'TSVLoad', 'load_mmbench_tsv', 'write_mmbench_tsv', 'exact_letter',
            'rule_choice', 'extractor_request', 'parse_extractor_reply', 'random_choice', 'extract_choices',
            'item_results', 'accuracy_table', 'step_table', 'CircularResult', 'circular_eval', 'score_passes', 'mc_item',
-           'items_from_facts', 'read_questions', 'score_predictions', 'score_mmbench']
+           'items_from_facts', 'read_questions', 'score_predictions', 'score_mmbench', 'vlmevalkit_choice',
+           'mc_parser_sensitivity']
 
 # %% ../nbs/14_mmbench.ipynb #f8fcce85
 LETTERS = string.ascii_uppercase
@@ -651,3 +652,52 @@ def score_mmbench(input_path: str | Path, # predictions: JSONL, VLMEvalKit xlsx/
                   n_boot: int = 1000) -> dict:
     "CircularEval metrics of a predictions file (rules then seeded random choice; no LLM extractor), as JSON."
     return score_predictions(input_path, none_letter=none_letter, seed=seed, n_boot=n_boot, questions=questions)[0]
+
+# %% ../nbs/14_mmbench.ipynb #16f295ac
+_VLMEVAL_MC_SPACE = re.compile(r"[.()\[\],:;!*#{}]")
+_VLMEVAL_ANSWER_IS = re.compile(r"(?i)(?:correct\s+)?answer\s+is\s+\**([A-Z])\**")
+
+def vlmevalkit_choice(text: str, # a model's answer
+                      options: Mapping[str, str] # letter -> option text
+                     ) -> str | None:
+    "VLMEvalKit-style exact matching: a lone option letter among the last five words, 'answer is X', or a lone option text; else None."
+    words = _VLMEVAL_MC_SPACE.sub(" ", text).split()
+    found = [c for c in options if c in words]
+    if len(found) == 1 and words.index(found[0]) > len(words) - 5: return found[0]
+    if (m := _VLMEVAL_ANSWER_IS.search(text)) and m.group(1).upper() in options: return m.group(1).upper()
+    low = text.lower()
+    if len(low) <= 2 * sum(len(v) for v in options.values()):
+        hits = [c for c, v in options.items() if v.lower() in low]
+        if len(hits) == 1: return hits[0]
+    return None
+
+# %% ../nbs/14_mmbench.ipynb #53229d44
+def mc_parser_sensitivity(passes: Sequence[MCItem], # the passes that were answered
+                          answers: pd.DataFrame, # `extract_choices` rows for them: our chain's reading
+                          n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    "Ours vs VLMEvalKit-style exact matching: per chain and metric, accuracy with CI, agreement (%), diff from ours with paired CI, McNemar p."
+    by_id = {p.index: p for p in passes}
+    if missing := sorted(set(answers.pass_id) - set(by_id)):
+        raise ValueError(f"mc_parser_sensitivity: {len(missing)} answered passes have no MCItem (first: pass {missing[0]})")
+    theirs = [None if s == "error" else vlmevalkit_choice(t, by_id[i].options)
+              for s, t, i in zip(answers.step, answers.prediction, answers.pass_id)]
+    other = answers.assign(choice=[c or "Z" if s != "error" else None for c, s in zip(theirs, answers.step)],
+                           step=[s if s == "error" else "exact" if c else "random" for c, s in zip(theirs, answers.step)])
+    other["correct"] = pd.array([None if s == "error" else c == g for s, c, g in zip(other.step, other.choice, other.gold)], dtype="boolean")
+    both = answers.choice.notna() & other.step.ne("error")
+    agree = float((answers.choice[both] == other.choice[both]).mean() * 100) if both.any() else float("nan")
+    items = {"ours": item_results(answers), "vlmevalkit": item_results(other)}
+    rows = []
+    for chain, it in items.items():
+        for metric in ("circular", "vanilla"):
+            x = it[metric].dropna().astype(float).to_numpy()
+            score = mean_ci(x, n_boot, seed=seed) if len(x) else {"value": float("nan"), "ci_low": float("nan"), "ci_high": float("nan")}
+            paired = pd.concat([items["ours"][metric], it[metric]], axis=1, keys=["a", "b"]).dropna().astype(bool)
+            diff = mean_ci(paired.b.astype(float) - paired.a.astype(float), n_boot, seed=seed) if len(paired) else score
+            p = mcnemar(paired.a, paired.b)["p_value"] if len(paired) and chain != "ours" else float("nan")
+            rows.append(dict(chain=chain, metric=metric, value=100 * score["value"], ci_low=100 * score["ci_low"],
+                             ci_high=100 * score["ci_high"], agreement=100.0 if chain == "ours" else agree,
+                             n_disagree=0 if chain == "ours" else int((answers.choice[both] != other.choice[both]).sum()),
+                             diff=100 * diff["value"], diff_ci_low=100 * diff["ci_low"], diff_ci_high=100 * diff["ci_high"],
+                             p_value=p, n=len(x), cluster="item"))
+    return pd.DataFrame(rows)
