@@ -19,8 +19,8 @@ from .batchcheck import BatchCheck
 from .core import Request, Response, redact, redact_response, secret_values, stable_hash
 
 # %% auto #0
-__all__ = ['project_root', 'default_cache_path', 'cache_key', 'CacheIntegrityWarning', 'ResponseCache', 'CacheStats',
-           'CachedModel']
+__all__ = ['PROCESS_STATS', 'project_root', 'default_cache_path', 'cache_key', 'CacheIntegrityWarning', 'ResponseCache',
+           'CacheStats', 'CachedModel']
 
 # %% ../nbs/01_cache.ipynb #f9dc972d
 def project_root(start: Path | None = None) -> Path | None:
@@ -164,6 +164,10 @@ class CacheStats:
     calls: int = 0
     errors: int = 0
     uncacheable: int = 0
+    model_s: float = 0.0 # seconds spent waiting for the wrapped model (cache misses only)
+
+PROCESS_STATS = CacheStats() # every `CachedModel` of this process adds its model time here (one run = one kernel)
+
 
 # %% ../nbs/01_cache.ipynb #645a2dd3
 class CachedModel:
@@ -225,14 +229,24 @@ class CachedModel:
         "Batches of `(index, response)` to store: one per answer from a streaming model, else one per chunk."
         stream = getattr(self.model, "generate_stream", None)
         if stream is not None:
-            for j, a in stream(reqs): yield [(j, a)]
+            answers, t0 = iter(stream(reqs)), time.perf_counter()
+            for j, a in answers:
+                self._timed(t0); yield [(j, a)]; t0 = time.perf_counter()
+            self._timed(t0)
             return
         for start in range(0, len(reqs), self.chunk_size):
+            t0 = time.perf_counter()
             answers = self.model.generate(reqs[start:start + self.chunk_size])
+            self._timed(t0)
             if len(answers) != len(reqs[start:start + self.chunk_size]):
                 raise RuntimeError(f"model {self.model.fingerprint} returned {len(answers)} responses for "
                                    f"{len(reqs[start:start + self.chunk_size])} requests")
             yield list(enumerate(answers, start))
+
+    def _timed(self, t0: float) -> None:
+        "Add the seconds since `t0` to this model's and the process's model time."
+        dt = time.perf_counter() - t0
+        self.stats.model_s += dt; PROCESS_STATS.model_s += dt
 
 def _cacheable(r: Request) -> bool:
     "Greedy requests always; sampling ones only with an explicit seed."

@@ -14,21 +14,27 @@ import os
 import random
 import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
 from .batchcheck import batch_invariance_html, batch_invariance_runs_html
+from .cache import PROCESS_STATS
 from .core import ImageRef, canonical_json
 
 # %% auto #0
-__all__ = ['MANIFEST', 'SPAN_COLOURS', 'NO_SCRIPT_META', 'SWEEP_FILE', 'QUIET_KERNEL', 'json_safe', 'json_text',
+__all__ = ['MANIFEST', 'SPAN_COLOURS', 'NO_SCRIPT_META', 'SWEEP_FILE', 'FRACTION_RATES', 'SCORES', 'FINDINGS', 'FINDING_PNG',
+           'FINDING_JSON', 'COMPARE_PAGE', 'MODEL_KEYS', 'MAIN_METRICS', 'QUIET_KERNEL', 'json_safe', 'json_text',
            'write_text_atomic', 'write_json', 'read_json', 'read_manifest', 'write_manifest', 'figure_png',
            'show_figure', 'gallery_html', 'examples_gallery', 'highlight_spans', 'span_legend', 'notebook_html',
            'external_resources', 'flatten', 'manifest_html', 'nav_html', 'render_run', 'read_sweep', 'load_sweep',
-           'condition_label', 'metric_table', 'plot_metric', 'md_text', 'md_code', 'summary_notebook', 'render_summary',
-           'runs_links_html', 'headline_value', 'render_index']
+           'condition_label', 'metric_table', 'plot_metric', 'in_percent', 'unit', 'fmt_ci', 'overall_label', 'Finding',
+           'varying_keys', 'plt_colours', 'disc_finding', 'length_finding', 'mmbench_finding', 'category_finding',
+           'headline_finding', 'finding', 'write_finding', 'compare_table', 'render_compare', 'quiet_progress',
+           'md_text', 'md_code', 'summary_notebook', 'render_summary', 'runs_links_html', 'headline_value',
+           'render_index']
 
 # %% ../nbs/21_report.ipynb #59129d39
 MANIFEST = "manifest.json"
@@ -79,7 +85,7 @@ def write_manifest(output_dir: str | Path, # the run's output folder
         except TypeError as e: raise TypeError(f"manifest field {k!r} is not JSON-serialisable: {e}") from e
     out = Path(output_dir); out.mkdir(parents=True, exist_ok=True)
     m = read_manifest(out)
-    m["study"] = {**m.get("study", {}), **json.loads(canonical_json(fields))}
+    m["study"] = {**m.get("study", {}), **json.loads(canonical_json(fields)), "model_time_s": round(PROCESS_STATS.model_s, 3)}
     return write_json(out/MANIFEST, m)
 
 # %% ../nbs/21_report.ipynb #2c965df2
@@ -260,6 +266,7 @@ def load_sweep(sweep_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
         m = read_manifest(sweep_dir/r["run"])
         cache = m.get("study", {}).get("cache", {})
         runs.append({"run": r["run"], **r.get("grid", {}), "status": r["status"], "wall_time_s": m.get("wall_time_s"),
+                     "model_time_s": (m.get("performance") or {}).get("model_time_s"),
                      "cache_hits": cache.get("hits"), "model_calls": cache.get("calls"), "error": r.get("error")})
         f = sweep_dir/r["run"]/"metrics.csv"
         if r["status"] in ("ok", "skipped") and f.exists():
@@ -285,6 +292,8 @@ def metric_table(metrics: pd.DataFrame, # the long metrics frame from `load_swee
     extra = [c for c in df.columns if c not in std and df[c].notna().any()]
     df["condition"] = df.apply(condition_label, axis=1, keys=list(by))
     out = df[["condition", *extra]].copy()
+    for c in extra:
+        if out[c].dtype == object or out[c].isna().any(): out[c] = out[c].map(overall_label)
     out[metric] = df["value"].round(digits)
     if {"ci_low", "ci_high"} <= set(df.columns):
         out["95% CI"] = [f"[{lo:.{digits}f}, {hi:.{digits}f}]" if pd.notna(lo) else "" for lo, hi in zip(df["ci_low"], df["ci_high"])]
@@ -317,8 +326,316 @@ def plot_metric(metrics: pd.DataFrame, metric: str, by: Sequence[str], title: st
            + (f" No value for: {'; '.join(missing)}." if missing else ""))
     return fig, alt
 
+# %% ../nbs/21_report.ipynb #a1f0d002
+FRACTION_RATES = {"circular_accuracy", "vanilla_accuracy", "extraction_share", "call_error_rate"}  # stored 0-1, shown in %
+SCORES = {"auroc", "spearman", "kendall", "fractional_score", "fractional_faithful", "fractional_deviated", "amber_score",
+          "mean_length", "unscored_items"}  # not rates: shown on their own scale
+
+def in_percent(metrics: pd.DataFrame) -> pd.DataFrame:
+    "`metrics` with the rates a study stores as fractions (`FRACTION_RATES`) scaled to %, so every rate a reader sees is in %."
+    out = metrics.copy()
+    rows = out["metric"].isin(FRACTION_RATES)
+    for c in ("value", "ci_low", "ci_high"):
+        if c in out.columns: out.loc[rows, c] = pd.to_numeric(out.loc[rows, c], errors="coerce") * 100
+    return out
+
+def unit(metric: str) -> str:
+    "The unit a metric is shown in: '%' for rates, '' for scores on their own scale."
+    return "" if metric in SCORES else "%"
+
+def fmt_ci(value: float, low: float | None = None, high: float | None = None, digits: int = 1, suffix: str = "") -> str:
+    "`value[suffix] [low, high]`, or '–' for a missing value (never 'nan')."
+    if value is None or pd.isna(value): return "–"
+    ci = f" [{low:.{digits}f}, {high:.{digits}f}]" if low is not None and high is not None and pd.notna(low) and pd.notna(high) else ""
+    return f"{value:.{digits}f}{suffix}{ci}"
+
+def overall_label(v: Any, label: str = "overall") -> str:
+    "A breakdown value as text, with the overall row (no breakdown: None/NaN) named `label` instead of 'nan'."
+    return label if v is None or (isinstance(v, float) and math.isnan(v)) or str(v) in ("nan", "None", "") else str(v)
+
+
+# %% ../nbs/21_report.ipynb #a1f0d004
+@dataclass
+class Finding:
+    "What a sweep found: the figure the study exists for, two sentences computed from its numbers, and the table behind them."
+    title: str
+    fig: Any
+    alt: str
+    sentences: list[str]
+    table: pd.DataFrame
+
+def varying_keys(info: dict, metrics: pd.DataFrame) -> list[str]:
+    "The grid keys whose value differs between runs (these name a condition)."
+    return [k for k in info.get("grid_keys", []) if k in metrics.columns and metrics[k].nunique() > 1]
+
+def _labelled(metrics: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    "`metrics` with a `condition` column (the varying grid values, or 'all')."
+    out = metrics.copy()
+    out["condition"] = out.apply(condition_label, axis=1, keys=list(keys)) if len(out) else []
+    return out
+
+def _ranges(ax, df: pd.DataFrame, group: str, series: str, hollow: pd.Series | None = None, first: bool = True) -> None:
+    "Horizontal point-ranges: one row block per `group` value (top down), one colour per `series` value, 95% CI bars."
+    groups, names = list(dict.fromkeys(df[group])), list(dict.fromkeys(df[series]))
+    step = 0.8 / max(1, len(names))
+    colours = plt_colours(len(names))
+    for i, s in enumerate(names):
+        d = df[df[series] == s]
+        y = [groups.index(g) + (i - (len(names) - 1) / 2) * step for g in d[group]]
+        lo = (d["value"] - d["ci_low"]).clip(lower=0).fillna(0); hi = (d["ci_high"] - d["value"]).clip(lower=0).fillna(0)
+        ax.errorbar(d["value"], y, xerr=[lo, hi], fmt="o", capsize=3, color=colours[i], label=s,
+                    mfc="white" if hollow is not None and hollow.loc[d.index].all() else colours[i])
+    if first: ax.set_yticks(range(len(groups)), groups); ax.invert_yaxis(); ax.grid(axis="x", alpha=.3)
+
+def plt_colours(n: int) -> list:
+    "`n` distinguishable colours."
+    import matplotlib.pyplot as plt
+    cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
+    return [cmap(i % cmap.N) for i in range(n)]
+
+def _first_rows(metrics: pd.DataFrame, metric: str, by: Sequence[str] = ()) -> pd.DataFrame:
+    "One row per run (and `by` value) of `metric`: the first, as written (a study writes its overall row first)."
+    d = metrics[metrics["metric"] == metric]
+    return d.groupby(["run", *by], sort=False, dropna=False).head(1)
+
+def _cells(df: pd.DataFrame, index: str, columns: str, digits: int = 1) -> pd.DataFrame:
+    "A reading table: `index` rows, `columns` columns, each cell 'value [low, high]'."
+    d = df.assign(cell=[fmt_ci(r.value, r.ci_low, r.ci_high, digits) for r in df.itertuples()])
+    return d.pivot_table(index=index, columns=columns, values="cell", aggfunc="first", sort=False)
+
+
+# %% ../nbs/21_report.ipynb #a1f0d005
+def _span(d: pd.DataFrame, what: str, label: str = "condition", digits: int = 1) -> str:
+    "'highest for A (v [lo, hi]) and lowest for B (w [lo, hi])', the one value when all agree, and which have no value."
+    missing = list(d.loc[d["value"].isna(), label])
+    d = d[d["value"].notna()]
+    if d.empty: return f"{what} has no value in any run"
+    hi, lo = d.loc[d["value"].idxmax()], d.loc[d["value"].idxmin()]
+    none = f" ({'; '.join(map(str, missing))}: no value)" if missing else ""
+    if hi.value == lo.value: return f"{what} is {fmt_ci(hi.value, hi.ci_low, hi.ci_high, digits)} in every condition with a value{none}"
+    overlap = pd.notna(hi.ci_low) and pd.notna(lo.ci_high) and hi.ci_low <= lo.ci_high
+    return (f"{what} is highest for {hi[label]} ({fmt_ci(hi.value, hi.ci_low, hi.ci_high, digits)}) and lowest for "
+            f"{lo[label]} ({fmt_ci(lo.value, lo.ci_low, lo.ci_high, digits)}){none}"
+            + ("; their 95% intervals overlap" if overlap else ""))
+
+def _extremes(d: pd.DataFrame, group: str, what: str, digits: int = 1) -> str:
+    "Which `group` value has the lowest and the highest mean value across conditions."
+    m = d.groupby(group, sort=False)["value"].mean().dropna()
+    if len(m) < 2: return f"There is one {what} only."
+    return (f"Averaged over conditions, the lowest {what} is {m.idxmin()} ({m.min():.{digits}f}) and the highest "
+            f"{m.idxmax()} ({m.max():.{digits}f}), a spread of {m.max() - m.min():.{digits}f}.")
+
+def disc_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Finding:
+    "Hal-Eval discriminative: F1 per hallucination type by condition, with 95% CIs."
+    import matplotlib.pyplot as plt
+    keys = varying_keys(info, metrics)
+    f1 = _labelled(_first_rows(metrics, "f1", ["pair_type"]), keys)
+    fig, ax = plt.subplots(figsize=(7, 0.9 + 0.55 * f1["pair_type"].nunique()))
+    _ranges(ax, f1, "pair_type", "condition")
+    ax.axvline(200 / 3, ls="--", color="grey", lw=1); ax.set_xlim(0, 100)
+    ax.set_xlabel("F1 (%), bars: 95% CI (clusters: samples); dashed: always-yes 66.7"); ax.set_ylabel("hallucination type")
+    ax.legend(fontsize=8, title=", ".join(keys) or None, loc="lower left"); ax.set_title(f"{info['name']}: F1 per type and condition")
+    overall = f1[f1["pair_type"] == "all"]
+    s1 = _span(overall, "F1 over all pairs") + "."
+    s2 = _extremes(f1[f1["pair_type"] != "all"], "pair_type", "F1 by hallucination type")
+    alt = f"Point-range chart of F1 per hallucination type for {f1['condition'].nunique()} conditions with 95% intervals. {s1}"
+    return Finding("F1 per hallucination type by condition (%)", fig, alt, [s1, s2], _cells(f1, "pair_type", "condition"))
+
+def _length_rows(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> pd.DataFrame:
+    "One row per finished run: measured mean length (tokens, words) of its answered descriptions, hallucination rate and event share."
+    keys = varying_keys(info, metrics)
+    judge = "exact" if "judge" in metrics.columns and (metrics["judge"] == "exact").any() else None
+    m = metrics[metrics["judge"] == judge] if judge else metrics
+    out = []
+    for run, d in m.groupby("run", sort=False):
+        s = pd.read_parquet(Path(sweep_dir)/run/"samples.parquet", columns=["length", "n_words", "error"])
+        s = s[s["error"].isna()]
+        acc, event = d[d.metric == "accuracy"].iloc[0], d[d.metric == "ratio_event"]
+        half = {c: 1.96 * s[c].std() / math.sqrt(len(s)) if len(s) > 1 else float("nan") for c in ("length", "n_words")}
+        out.append({**{k: d[k].iloc[0] for k in keys}, "condition": condition_label(d.iloc[0], keys),
+                    "tokens": s["length"].mean(), "tokens_half": half["length"], "words": s["n_words"].mean(), "words_half": half["n_words"],
+                    "value": 100 - acc.value, "ci_low": 100 - acc.ci_high, "ci_high": 100 - acc.ci_low,
+                    "event": event.value.iloc[0] if len(event) else float("nan"),
+                    "event_low": event.ci_low.iloc[0] if len(event) else float("nan"),
+                    "event_high": event.ci_high.iloc[0] if len(event) else float("nan"), "n": acc.n})
+    return pd.DataFrame(out).sort_values("tokens", ignore_index=True)
+
+def length_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Finding:
+    "Length study: hallucination rate (and the event share) against the measured length of the descriptions, in tokens and words."
+    import matplotlib.pyplot as plt
+    d = _length_rows(info, metrics, sweep_dir)
+    series = [k for k in varying_keys(info, metrics) if k != "max_new_tokens"]
+    d["series"] = d.apply(condition_label, axis=1, keys=series) if series else "all"
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    colours = plt_colours(d["series"].nunique())
+    for ax, x in zip(axes, ("tokens", "words")):
+        for c, (s, g) in zip(colours, d.groupby("series", sort=False)):
+            ax.errorbar(g[x], g["value"], yerr=[(g.value - g.ci_low).clip(lower=0), (g.ci_high - g.value).clip(lower=0)], xerr=g[f"{x}_half"],
+                        fmt="o-", capsize=3, color=c, label=f"hallucination rate, {s}")
+            ax.plot(g[x], g["event"], "^--", color=c, mfc="white", label=f"event share, {s}")
+        ax.set_xlabel(f"measured mean length of the descriptions ({x})"); ax.grid(alpha=.3); ax.set_ylim(-2, 102)
+    axes[0].set_ylabel("% of descriptions"); axes[0].legend(fontsize=7, loc="best")
+    fig.suptitle(f"{info['name']}: hallucination rate and event share vs measured length (bars: 95% CIs)")
+    short, long = d.iloc[0], d.iloc[-1]
+    rho = d["tokens"].corr(d["value"], method="spearman") if len(d) > 2 else float("nan")
+    s1 = (f"Measured length runs from {short.tokens:.1f} to {long.tokens:.1f} tokens ({short.words:.1f} to {long.words:.1f} "
+          f"words) across {len(d)} runs; the hallucination rate is {fmt_ci(short.value, short.ci_low, short.ci_high, suffix='%')} "
+          f"in the shortest ({short.condition}) and {fmt_ci(long.value, long.ci_low, long.ci_high, suffix='%')} in the longest "
+          f"({long.condition})" + (f", Spearman ρ = {rho:+.2f} over runs." if pd.notna(rho) else "."))
+    s2 = (f"Event hallucinations are {fmt_ci(long.event, long.event_low, long.event_high, suffix='%')} of the hallucinating "
+          f"descriptions in the longest run and {fmt_ci(short.event, short.event_low, short.event_high, suffix='%')} in the shortest.")
+    mean_ci = lambda c: [fmt_ci(m, m - h, m + h) for m, h in zip(d[c], d[f"{c}_half"])]   # normal interval of the mean
+    table = pd.DataFrame({"condition": d["condition"], "mean tokens": mean_ci("tokens"), "mean words": mean_ci("words"),
+                          "hallucination rate (%)": [fmt_ci(*r) for r in zip(d.value, d.ci_low, d.ci_high)],
+                          "event share (%)": [fmt_ci(*r) for r in zip(d.event, d.event_low, d.event_high)], "n": d["n"]})
+    alt = f"Two line charts of hallucination rate and event share against measured tokens and words. {s1} {s2}"
+    return Finding("Hallucination rate vs measured output length", fig, alt, [s1, s2], table.set_index("condition"))
+
+def mmbench_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Finding:
+    "MMBench: circular vs vanilla accuracy per category and condition (%)."
+    import matplotlib.pyplot as plt
+    keys = varying_keys(info, metrics)
+    m = _labelled(in_percent(metrics[metrics["metric"].isin(["circular_accuracy", "vanilla_accuracy"])]), keys)
+    m["category"] = m["category"].map(overall_label) if "category" in m.columns else "overall"
+    m["how"] = m["metric"].str.replace("_accuracy", "")
+    m["series"] = m["condition"] + " · " + m["how"]
+    fig, ax = plt.subplots(figsize=(10, min(8, 1.2 + 0.22 * m["category"].nunique() * m["condition"].nunique())))
+    _ranges(ax, m[m.how == "vanilla"], "category", "condition", hollow=m.how == "vanilla")
+    ax.set_prop_cycle(None)
+    _ranges(ax, m[m.how == "circular"], "category", "condition", first=False)
+    h, l = ax.get_legend_handles_labels()
+    n = m["condition"].nunique()
+    ax.legend(h[n:], l[n:], fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))   # the filled (circular) markers name the conditions
+    ax.set_xlim(-2, 102); ax.set_xlabel("accuracy (%), bars: 95% CI (clusters: items)"); ax.set_ylabel("category")
+    ax.set_title(f"{info['name']}: circular (filled) vs vanilla (hollow) accuracy per category")
+    wide = m.pivot_table(index=["condition", "category"], columns="how", values="value", sort=False)
+    gap = (wide["vanilla"] - wide["circular"]).rename("drop")
+    overall = m[(m.category == "overall") & (m.how == "circular")]
+    s1 = _span(overall, "Circular accuracy over all items") + "."
+    cats = gap.drop(index="overall", level="category", errors="ignore").dropna()
+    s2 = (f"CircularEval costs most on {cats.idxmax()[1]} under {cats.idxmax()[0]} ({cats.max():.1f} points below vanilla) "
+          f"and least on {cats.idxmin()[1]} under {cats.idxmin()[0]} ({cats.min():.1f} points)." if len(cats)
+          else "No category has both a vanilla and a circular value.")
+    table = _cells(m, ["condition", "category"], "how").join(gap.round(1).rename("drop (points)"))
+    alt = f"Point-range chart of vanilla (hollow) and circular (filled) accuracy per category and condition. {s1} {s2}"
+    return Finding("Circular vs vanilla accuracy per category (%)", fig, alt, [s1, s2], table)
+
+def category_finding(metric: str, group: str, what: str, xlabel: str, scale: tuple[float, float] | None = None):
+    "A finding of `metric` per `group` value (category, split) by condition, with 95% CIs."
+    def find(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Finding:
+        import matplotlib.pyplot as plt
+        keys = varying_keys(info, metrics)
+        d = _labelled(in_percent(_first_rows(metrics, metric, [group])), keys)
+        d[group] = d[group].map(lambda v: overall_label(v, "all"))
+        fig, ax = plt.subplots(figsize=(7, 1 + 0.5 * d[group].nunique()))
+        _ranges(ax, d, group, "condition")
+        if scale: ax.set_xlim(*scale)
+        ax.set_xlabel(xlabel); ax.set_ylabel(group); ax.legend(fontsize=8, title=", ".join(keys) or None)
+        ax.set_title(f"{info['name']}: {what}")
+        digits = 3 if unit(metric) == "" else 1
+        if (d[group] == "all").any(): s1 = _span(d[d[group] == "all"], f"{metric} over all {group} values", digits=digits) + "."
+        else:   # no pooled row: the mean over the groups, per condition
+            mean = d.groupby("condition", sort=False, as_index=False)["value"].mean().assign(ci_low=None, ci_high=None)
+            s1 = _span(mean, f"{metric} averaged over the {group} values", digits=digits) + "."
+        s2 = _extremes(d[d[group] != "all"], group, f"{metric} per {group}", digits)
+        alt = f"Point-range chart of {metric} per {group} for {d['condition'].nunique()} conditions with 95% intervals. {s1}"
+        return Finding(what, fig, alt, [s1, s2], _cells(d, group, "condition", digits))
+    return find
+
+def headline_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Finding | None:
+    "Any other study: its headline metric by condition; None when no run has a value of it."
+    keys, head = varying_keys(info, metrics), info.get("headline") or metrics["metric"].iloc[0]
+    d = _labelled(in_percent(_first_rows(metrics, head)), keys)
+    if d["value"].notna().sum() == 0: return None
+    fig, alt = plot_metric(d, head, keys, title=f"{info['name']}: {head} by condition")
+    s1 = _span(d, head) + "."
+    d = d[d["value"].notna()]
+    s2 = (f"The difference between the highest and the lowest condition is {d.value.max() - d.value.min():.1f}"
+          f"{' points' if unit(head) else ''} over {len(d)} conditions." if len(d) > 1 else "Only one condition has a value.")
+    return Finding(f"{head} by condition", fig, alt, [s1, s2], _cells(d.assign(metric=head), "condition", "metric"))
+
+FINDINGS = {"haleval_disc": disc_finding, "haleval_gen": length_finding, "mmbench": mmbench_finding,
+            "t2i_judge": category_finding("auroc", "category", "judge AUROC per category", "AUROC (0.5 = chance), bars: 95% CI", (0, 1)),
+            "pope": category_finding("f1", "split", "F1 per split (%)", "F1 (%), bars: 95% CI (clusters: images)", (0, 100))}
+
+def finding(sweep_dir: str | Path) -> Finding | None:
+    "The sweep's finding, chosen by its study notebook (`FINDINGS`, else its headline metric); None when there is nothing to show."
+    info = read_sweep(sweep_dir)
+    _, metrics = load_sweep(sweep_dir)
+    if metrics.empty or metrics["value"].notna().sum() == 0: return None
+    found = FINDINGS.get(Path(str(info.get("notebook", ""))).stem, headline_finding)(info, metrics, Path(sweep_dir))
+    if found is not None: found.fig.tight_layout()
+    return found
+
+
+# %% ../nbs/21_report.ipynb #a1f0d009
+_INDEX_CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f3f3f3}.failed{color:#c33}.ok,.skipped{color:#2a7}img.thumb{width:220px;border:1px solid #ddd}"""
+
+FINDING_PNG, FINDING_JSON, COMPARE_PAGE = "finding.png", "finding.json", "compare.html"
+
+def write_finding(sweep_dir: str | Path) -> dict | None:
+    "Save the sweep's finding for the index: a small `finding.png` and `finding.json` (title, sentences); None when there is none."
+    import matplotlib.pyplot as plt
+    sweep_dir = Path(sweep_dir)
+    for f in (FINDING_PNG, FINDING_JSON): (sweep_dir/f).unlink(missing_ok=True)
+    found = finding(sweep_dir)
+    if found is None: return None
+    (sweep_dir/FINDING_PNG).write_bytes(figure_png(found.fig, dpi=36)); plt.close(found.fig)
+    record = {"title": found.title, "sentences": found.sentences, "alt": found.alt}
+    write_json(sweep_dir/FINDING_JSON, record)
+    return record
+
+MODEL_KEYS = ("model", "judge")   # grid keys that name the model under test
+MAIN_METRICS = {"haleval_disc": ["f1", "accuracy", "yes_ratio"], "pope": ["f1", "accuracy", "yes_ratio"],
+                "mmbench": ["circular_accuracy", "vanilla_accuracy"], "t2i_judge": ["auroc", "spearman"],
+                "haleval_gen": ["accuracy", "claim_hallucination_rate", "mean_length"], "amber": ["f1", "amber_score"]}
+
+def compare_table(sweep_dir: str | Path) -> pd.DataFrame | None:
+    "Models as rows, the study's main metrics (overall rows, rates in %) as 'value [95% CI]' columns; None unless the model varies."
+    info = read_sweep(sweep_dir)
+    _, metrics = load_sweep(sweep_dir)
+    keys = varying_keys(info, metrics)
+    model = next((k for k in MODEL_KEYS if k in keys), None)
+    if model is None: return None
+    wanted = MAIN_METRICS.get(Path(str(info.get("notebook", ""))).stem, [info.get("headline")])
+    m = in_percent(metrics)
+    parts = [_first_rows(m, x).assign(column=f"{x} ({unit(x) or 'score'})") for x in wanted if (m["metric"] == x).any()]
+    if not parts: return None
+    d = pd.concat(parts, ignore_index=True)
+    d["cell"] = [fmt_ci(r.value, r.ci_low, r.ci_high, 1 if unit(r.metric) else 3) for r in d.itertuples()]
+    index = [model, *[k for k in keys if k != model]]
+    return d.pivot_table(index=index, columns="column", values="cell", aggfunc="first", sort=False).rename_axis(columns=None)
+
+def render_compare(sweep_dir: str | Path) -> Path | None:
+    "Write `compare.html` (the table a paper would print) when the sweep varies the model; returns its path or None."
+    sweep_dir = Path(sweep_dir)
+    (sweep_dir/COMPARE_PAGE).unlink(missing_ok=True)
+    table = compare_table(sweep_dir)
+    if table is None: return None
+    info, e = read_sweep(sweep_dir), html.escape
+    page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{e(info["name"])}: models compared</title>'
+            f'{NO_SCRIPT_META}<style>{_INDEX_CSS}</style></head><body>'
+            + nav_html(("all sweeps", "../index.html"), ("sweep summary", "summary.html"))
+            + f'<h1>{e(info["name"])}: models compared</h1><p>One row per model (and other condition); each cell is the '
+              f'overall point estimate with its 95% bootstrap interval. Rates are in %, scores (AUROC, correlations, lengths) '
+              f'on their own scale.</p>' + table.to_html(escape=True) + "</body></html>\n")
+    return write_text_atomic(sweep_dir/COMPARE_PAGE, page)
+
+
 # %% ../nbs/21_report.ipynb #f30b75a0
-QUIET_KERNEL = ["--IPKernelApp.log_level=CRITICAL"]  # papermill kernels: no start-up warnings on the terminal of every run
+def quiet_progress() -> None:
+    "In a report kernel: tqdm.auto resolved to the plain bar (no 'IProgress not found' warning) and no Hugging Face bars."
+    import warnings
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    with warnings.catch_warnings():   # tqdm.auto warns once, at its import, when ipywidgets is absent; later imports reuse it
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        import tqdm.auto  # noqa: F401
+
+# papermill kernels: no start-up warnings on the terminal of every run, and no widget warning on any page
+QUIET_KERNEL = ["--IPKernelApp.log_level=CRITICAL",
+                "--IPKernelApp.exec_lines=import mmresearch.report as _r; _r.quiet_progress(); del _r"]
 
 def md_text(v: Any) -> str:
     "`v` as Markdown that shows as plain text: HTML characters as entities, Markdown punctuation backslash-escaped."
@@ -329,7 +646,7 @@ def md_code(v: Any) -> str:
     return f"<code>{html.escape(str(v), quote=False)}</code>"
 
 def summary_notebook() -> nbformat.NotebookNode:
-    "The generic sweep summary: runs, one table per metric across conditions, a figure of the headline metric."
+    "The generic sweep summary: the finding (figure, two computed sentences, its table), then the runs and every metric."
     import nbformat
     md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
     params = code('sweep_dir = "."  # the sweep\'s report folder (holds sweep.json)')
@@ -337,35 +654,36 @@ def summary_notebook() -> nbformat.NotebookNode:
     cells = [
         params,
         code("from IPython.display import Markdown, display\n"
-             "from mmresearch.report import load_sweep, md_code, md_text, metric_table, plot_metric, read_sweep, show_figure\n"
+             "from mmresearch.report import finding, in_percent, load_sweep, md_code, md_text, metric_table, read_sweep, show_figure\n"
              "info = read_sweep(sweep_dir)\n"
              "runs, metrics = load_sweep(sweep_dir)\n"
              "by = [k for k in info.get('grid_keys', []) if k in metrics.columns and metrics[k].nunique() > 1]\n"
              "headline = info.get('headline') or (metrics['metric'].iloc[0] if len(metrics) else None)\n"
-             "display(Markdown(f\"# Sweep {md_code(info['name'])}\\n\\n{md_text(info.get('description', ''))}\\n\\n\"\n"
-             "                 f\"Notebook {md_code(info.get('notebook'))}, {len(runs)} runs: \"\n"
-             "                 + ', '.join(f'{n} {md_text(s)}' for s, n in runs['status'].value_counts().items()) + '.'))"),
-        md("## Runs"),
-        code("runs.set_index('run')"),
-        md("## Metrics by condition\n\nEach table gives the point estimate, its 95% confidence interval and the number of samples."),
-        code("for metric in metrics['metric'].unique():\n"
-             "    display(Markdown(f'### {md_text(metric)}'))\n"
-             "    display(metric_table(metrics, metric, by))"),
-        md("## Headline metric"),
-        code("values = metrics[(metrics['metric'] == headline) & metrics['value'].notna()]\n"
-             "if len(values):\n"
-             "    fig, alt = plot_metric(metrics, headline, by, title=f\"{headline} across the conditions of {info['name']}\")\n"
-             "    show_figure(fig, alt)\n"
-             "    best = values.sort_values('value').iloc[-1]\n"
-             "    display(Markdown(f\"The highest {md_text(headline)} is {best['value']:.3f}, in run {md_code(best['run'])}.\"))\n"
+             "found = finding(sweep_dir)\n"
+             "display(Markdown(f\"# {md_code(info['name'])}: {md_text(found.title) if found else 'summary'}\"))\n"
+             "if found:\n"
+             "    show_figure(found.fig, found.alt)\n"
+             "    display(Markdown(md_text(' '.join(found.sentences))))\n"
+             "    display(found.table)\n"
              "elif headline is not None and len(metrics):\n"
              "    display(Markdown(f'No run has a value of {md_text(headline)} (missing or NaN in every run), so there is no figure.'))\n"
              "else:\n"
              "    display(Markdown('No run finished, so there is nothing to compare yet.'))"),
+        md("## The sweep"),
+        code("display(Markdown(f\"{md_text(info.get('description', ''))}\\n\\nNotebook {md_code(info.get('notebook'))}, {len(runs)} runs: \"\n"
+             "                 + ', '.join(f'{n} {md_text(s)}' for s, n in runs['status'].value_counts().items()) + '.'))\n"
+             "runs.set_index('run')"),
+        md("## Metrics by condition\n\nEach table gives the point estimate, its 95% confidence interval and the number of samples; "
+           "rates are in %, scores (AUROC, correlations, lengths) on their own scale; `overall` marks the row over all groups."),
+        code("shown = in_percent(metrics)\n"
+             "for metric in shown['metric'].unique():\n"
+             "    display(Markdown(f'### {md_text(metric)}'))\n"
+             "    display(metric_table(shown, metric, by))"),
     ]
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"display_name": "python3", "language": "python", "name": "python3"}
     return nb
+
 
 # %% ../nbs/21_report.ipynb #ea5e92ca
 def render_summary(sweep_dir: str | Path, # the sweep's report folder
@@ -380,11 +698,13 @@ def render_summary(sweep_dir: str | Path, # the sweep's report folder
     pm.execute_notebook(str(notebook), str(out), parameters={"sweep_dir": str(sweep_dir)}, progress_bar=False,
                         cwd=str(cwd or sweep_dir), kernel_name="python3", extra_arguments=QUIET_KERNEL)
     info = read_sweep(sweep_dir)
+    write_finding(sweep_dir)
+    compare = render_compare(sweep_dir)
     sweep_manifest = {k: v for k, v in info.items() if k != "runs"}
     checks = batch_invariance_runs_html([(r["run"], read_manifest(sweep_dir/r["run"]).get("study", {}).get("batch_invariance"))
                                          for r in info["runs"]])  # '' when no run checked
     page = notebook_html(nbformat.read(out, as_version=4), f"{info['name']}: summary",
-                         before=[nav_html(("all sweeps", "../index.html"))],
+                         before=[nav_html(("all sweeps", "../index.html"), *([("models compared", COMPARE_PAGE)] if compare else []))],
                          after=[*([checks] if checks else []), runs_links_html(info), manifest_html(sweep_manifest, "Sweep manifest")])
     return write_text_atomic(sweep_dir/"summary.html", page)
 
@@ -396,29 +716,37 @@ def runs_links_html(info: dict) -> str:
 
 # %% ../nbs/21_report.ipynb #a7aa830a
 def headline_value(run_dir: Path, metric: str | None) -> str:
-    "`value [lo, hi]` of the headline metric in a run's metrics.csv, or '' when it has none."
+    "`value [lo, hi]` of the headline metric in a run's metrics.csv (rates in %), or '' when it has none."
     f = run_dir/"metrics.csv"
     if metric is None or not f.exists(): return ""
-    df = pd.read_csv(f)
+    df = in_percent(pd.read_csv(f))
     df = df[df["metric"] == metric]
     if df.empty: return ""
     r = df.iloc[0]
-    ci = f" [{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if "ci_low" in df and pd.notna(r.get("ci_low")) else ""
-    return f"{r['value']:.3f}{ci}"
+    return fmt_ci(r["value"], r.get("ci_low"), r.get("ci_high"), 1 if unit(metric) else 3, unit(metric))
 
-_INDEX_CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}
-th{background:#f3f3f3}.failed{color:#c33}.ok,.skipped{color:#2a7}"""
+def _sweep_line(sd: Path, info: dict) -> str:
+    "One row of the index's top table: the finding's small figure, the sweep (linked), its headline sentence, run counts."
+    e, name = html.escape, html.escape(sd.name, quote=True)
+    rec = read_json(sd/FINDING_JSON) if (sd/FINDING_JSON).exists() else None
+    thumb = (f'<img class="thumb" src="{name}/{FINDING_PNG}" alt="{e(rec["alt"], quote=True)}">' if rec and (sd/FINDING_PNG).exists() else "")
+    title = (f'<a href="{name}/summary.html">{e(info["name"])}</a>' if (sd/"summary.html").exists() else e(info["name"]))
+    counts = pd.Series([r["status"] for r in info["runs"]]).value_counts()
+    status = ", ".join(f'<span class="{e(s.replace(" ", "-"))}">{n} {e(s)}</span>' for s, n in counts.items())
+    compare = f' · <a href="{name}/{COMPARE_PAGE}">models compared</a>' if (sd/COMPARE_PAGE).exists() else ""
+    text = (f'<b>{e(rec["title"])}.</b> {e(" ".join(rec["sentences"]))}' if rec else "No finding yet (no run has metrics).")
+    return f'<tr><td>{thumb}</td><td>{title}<br><small>{status}{compare}</small></td><td>{text}</td></tr>'
 
 def render_index(reports_dir: str | Path) -> Path:
-    "Write `reports_dir/index.html` listing every sweep and its runs; returns its path."
+    "Write `reports_dir/index.html`: one line per sweep (figure, headline sentences), then every sweep's runs; returns its path."
     reports_dir = Path(reports_dir)
-    sections = []
+    lines, sections = [], []
     e = html.escape
     for sd in sorted(p.parent for p in reports_dir.glob(f"*/{SWEEP_FILE}")):
         try: info = read_sweep(sd)
         except ValueError as err:   # another sweep's broken record must not hide the rest
-            sections.append(f'<section class="mmr-sweep"><h2>{e(sd.name)}</h2><p class="failed">{e(str(err))}</p></section>'); continue
+            lines.append(f'<tr><td></td><td>{e(sd.name)}</td><td class="failed">{e(str(err))}</td></tr>'); continue
+        lines.append(_sweep_line(sd, info))
         head, keys = info.get("headline"), info.get("grid_keys", [])
         rows = []
         for r in info["runs"]:
@@ -429,11 +757,12 @@ def render_index(reports_dir: str | Path) -> Path:
                         + f'<td class="{e(r["status"].replace(" ", "-"))}">{e(r["status"])}{err}</td>'
                         + f'<td>{e(headline_value(sd/r["run"], head))}</td></tr>')
         summary = (f'<a href="{e(sd.name, quote=True)}/summary.html">summary</a>' if (sd/"summary.html").exists() else "no summary yet")
-        sections.append(f'<section class="mmr-sweep"><h2>{e(info["name"])}</h2><p>{e(info.get("description", ""))}</p>'
+        sections.append(f'<section class="mmr-sweep"><h3>{e(info["name"])}</h3><p>{e(info.get("description", ""))}</p>'
                         f'<p>{summary} · params <code>{e(str(info.get("params_file", "")))}</code> · updated {e(str(info.get("updated", "")))}</p>'
                         f'<table><tr><th>run</th>{"".join(f"<th>{e(k)}</th>" for k in keys)}<th>status</th>'
                         f'<th>{e(head or "headline")} [95% CI]</th></tr>{"".join(rows)}</table></section>')
-    body = "".join(sections) or "<p>No sweeps have been run yet.</p>"
+    body = (f'<table class="mmr-findings"><tr><th>finding</th><th>sweep</th><th>headline</th></tr>{"".join(lines)}</table>'
+            f'<h2>Runs</h2>{"".join(sections)}' if lines else "<p>No sweeps have been run yet.</p>")
     page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>mmresearch reports</title>'
             f'{NO_SCRIPT_META}<style>{_INDEX_CSS}</style></head><body><h1>mmresearch reports</h1>{body}</body></html>\n')
     reports_dir.mkdir(parents=True, exist_ok=True)

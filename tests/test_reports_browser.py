@@ -42,7 +42,7 @@ def test_reports_render_in_chromium(tmp_path):
         page.goto((tmp_path/"reports"/"index.html").as_uri())
         assert page.title() == "mmresearch reports"
         row = page.locator("tr", has_text=yes_run)
-        assert row.locator("td").last.inner_text().startswith("50.000 [")     # always-yes on balanced questions: exactly 50%
+        assert row.locator("td").last.inner_text().startswith("50.0% [")       # always-yes on balanced questions: exactly 50%
         page.screenshot(path=str(tmp_path/"index.png"), full_page=True)
 
         page.click(f"a[href$='{yes_run}/run.html']")
