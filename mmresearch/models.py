@@ -656,6 +656,9 @@ def _tiny(name: str = "tiny-llava", **kw) -> HFModel:
     return HFModel(path, **kw)
 
 def _blind(model: str = "smollm2", **kw):
+    if model == "text":   # the caption-only classifier, the Hal-Eval blind control (12b_blind_text)
+        from mmresearch.blindtext import TextOnlyBaseline
+        return TextOnlyBaseline(**kw)
     from mmresearch.blind import BlindModel   # the optional language-prior baseline (`make blind`); blind imports this module
     return BlindModel(model, **kw)
 
