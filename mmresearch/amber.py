@@ -20,6 +20,7 @@ from .core import ImageRef, Request, Sample, user
 from .datasets import DataFormatError, LoadStats, dataset_hash
 from .metrics import bootstrap_indices, percentile_ci, ratio_ci
 from .parsing import PARSERS
+from .registry import scorer
 
 # %% auto #0
 __all__ = ['AMBER_TYPES', 'DIMENSIONS', 'GENERATIVE_QUERY', 'COVER_RULES', 'GEN_COLUMNS', 'GEN_METRICS', 'DISC_PARSERS',
@@ -473,6 +474,7 @@ def score_responses(responses: pd.DataFrame, # id, response (output of `load_amb
     result["as_printed"] = as_printed(gen, disc)
     return _jsonable(result), gen, disc
 
+@scorer("amber", domains=("in_domain",))
 def score_amber(input_path: str | Path | Iterable[dict], # AMBER response file [{"id", "response"}], or its records
                 labels: str | Path | None = None, # AMBER's data/annotations.json, or the data/ folder
                 vocab: str | Path | None = None, # relation.json; default: beside the annotations

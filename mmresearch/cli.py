@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import inspect
 import json
 import sys
@@ -14,24 +13,11 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 # %% auto #0
-__all__ = ['SCORERS', 'get_scorer', 'format_table', 'cmd_score', 'parse_only', 'performance_summary', 'performance_line',
-           'suite_members', 'cmd_sweep', 'cmd_main', 'build_parser', 'main']
+__all__ = ['format_table', 'cmd_score', 'parse_only', 'performance_summary', 'performance_line', 'suite_members', 'cmd_sweep',
+           'cmd_main', 'build_parser', 'main']
 
 # %% ../nbs/30_cli.ipynb #3d87be03
-SCORERS: dict[str, str] = {
-    "haleval-disc": "mmresearch.haleval:score_disc",
-    "pope": "mmresearch.pope:score_pope",
-    "chair": "mmresearch.haleval:score_chair",
-    "mmbench": "mmresearch.mmbench:score_mmbench",
-    "amber": "mmresearch.amber:score_amber",
-}
-
-def get_scorer(name: str) -> Callable[..., dict]:
-    "The scorer registered as `name`, imported on first use."
-    if name not in SCORERS: raise KeyError(f"unknown scorer {name!r}; registered scorers: {sorted(SCORERS)}")
-    module, _, attr = SCORERS[name].partition(":")
-    try: return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as e: raise ImportError(f"scorer {name!r} points at {SCORERS[name]!r}, which cannot be loaded: {e}") from e
+from .registry import get_scorer, scorer_names
 
 # %% ../nbs/30_cli.ipynb #bbc73bef
 def format_table(d: dict) -> str:
@@ -160,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--cache", default=None, help="response cache file shared by all runs (default <project>/.cache/responses.sqlite)")
     s.add_argument("--no-progress", action="store_true", help="no progress bars")
     c = sub.add_parser("score", help="score a predictions file with a registered scorer; prints JSON")
-    c.add_argument("kind", help=f"scorer name: {', '.join(sorted(SCORERS))}")
+    c.add_argument("kind", help=f"scorer name: {', '.join(scorer_names())}")
     c.add_argument("--input", required=True, help="predictions.jsonl")
     c.add_argument("--policy", default=None, help="unparseable yes/no answers: negative, positive, exclude (haleval-disc, pope)")
     c.add_argument("--parser", default=None, help="pope: 'pope' (official first-sentence rule, default) or 'final'")

@@ -23,10 +23,11 @@ from .core import ImageDecodeError, ImageRef, Sample, stable_hash
 # %% auto #0
 __all__ = ['HALLUCINATION_TYPES', 'VERIFY_MODES', 'COCO_CLASSES', 'COCO_SYNONYMS', 'COCO_COLOUR_WORDS', 'EASYVQA_SHAPES',
            'EASYVQA_COLORS', 'EASYVQA_SUPPORTS', 'PHOTOS_SUPPORTS', 'HALEVAL_TYPE_NAMES', 'POPE_SPLITS',
-           'IMAGE_SUFFIXES', 'DATASETS', 'DOMAINS', 'DataFormatError', 'RowError', 'LoadStats', 'dataset_hash',
-           'Dataset', 'coco_vocab', 'coco_mentions', 'easyvqa_facts', 'load_easyvqa', 'photos_json', 'load_photos',
-           'json_records', 'read_json_records', 'load_haleval', 'pope_object', 'pope_split_from_name', 'load_pope',
-           'load_coco', 'load_image_folder', 'register_dataset', 'load_dataset', 'show_samples', 'load_domain']
+           'IMAGE_SUFFIXES', 'DATASETS', 'DataFormatError', 'RowError', 'LoadStats', 'dataset_hash', 'Dataset',
+           'coco_vocab', 'coco_mentions', 'easyvqa_facts', 'load_easyvqa', 'photos_json', 'load_photos', 'json_records',
+           'read_json_records', 'load_haleval', 'pope_object', 'pope_split_from_name', 'load_pope', 'load_coco',
+           'load_image_folder', 'register_dataset', 'load_dataset', 'show_samples', 'load_in_domain',
+           'load_easyvqa_domain', 'load_photos_domain', 'load_domain']
 
 # %% ../nbs/04_datasets.ipynb #1bce34ad
 HALLUCINATION_TYPES = ("object", "attribute", "relation", "event")
@@ -698,21 +699,35 @@ def show_samples(samples: Iterable[Sample], # the samples to draw
     return fig
 
 # %% ../nbs/04_datasets.ipynb #a28782a0
-DOMAINS = ("in_domain", "easyvqa", "photos")
+from .registry import check_domain, domain, get_domain
 
-def load_domain(domain: str, # one of `DOMAINS`
+@domain("in_domain")
+def load_in_domain(n: int | None = None, # the number of scenes to draw (required: the world is generated)
+                   seed: int = 0, # draws the scenes
+                   split: str = "test") -> Dataset: # the scene world's split
+    "Scenes drawn from the scene world's `split`, with their hallucination rewrites."
+    from mmresearch.scenes import make_samples
+    if n is None: raise ValueError("in_domain is generated: give the number of samples `n`")
+    samples = make_samples(n, split=split, seed=seed)
+    return Dataset("scenes", "in_domain", samples, stable_hash([s.canonical() for s in samples]), [],
+                   LoadStats("mmresearch.scenes", n, n), HALLUCINATION_TYPES, {"split": split, "seed": seed, "n": n})
+
+@domain("easyvqa")
+def load_easyvqa_domain(n: int | None = None, seed: int = 0, split: str = "test") -> Dataset:
+    "easy-VQA's `split`, at most `n` images."
+    return load_easyvqa(split=split, limit=n, seed=seed)
+
+@domain("photos")
+def load_photos_domain(n: int | None = None, seed: int = 0, split: str = "test") -> Dataset:
+    "The shipped photographs, at most `n` (one set: `seed` and `split` do not apply)."
+    ds = load_photos()
+    return ds if n is None or n >= len(ds) else replace(ds, samples=ds.samples[:n])
+
+def load_domain(domain: str, # a registered domain (`registry.declared("domain")`)
                 n: int | None = None, # at most this many samples (None: all; in_domain needs a number)
                 seed: int = 0, # draws scenes / rewrites
-                split: str = "test") -> Dataset: # the split of the scene world or easy-VQA
+                split: str = "test", # the split of the scene world or easy-VQA
+                study: str | None = None) -> Dataset: # a scorer name: refuse a domain its study does not run on
     "The samples of one study domain, with provenance for the manifest."
-    if domain == "in_domain":
-        from mmresearch.scenes import make_samples
-        if n is None: raise ValueError("in_domain is generated: give the number of samples `n`")
-        samples = make_samples(n, split=split, seed=seed)
-        return Dataset("scenes", "in_domain", samples, stable_hash([s.canonical() for s in samples]), [],
-                       LoadStats("mmresearch.scenes", n, n), HALLUCINATION_TYPES, {"split": split, "seed": seed, "n": n})
-    if domain == "easyvqa": return load_easyvqa(split=split, limit=n, seed=seed)
-    if domain == "photos":
-        ds = load_photos()
-        return ds if n is None or n >= len(ds) else replace(ds, samples=ds.samples[:n])
-    raise KeyError(f"unknown domain {domain!r}; choose one of {DOMAINS}")
+    if study is not None: check_domain(study, domain)
+    return get_domain(domain)(n=n, seed=seed, split=split)

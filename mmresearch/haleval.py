@@ -15,6 +15,7 @@ from .core import Request, Sample, read_jsonl, stable_hash, user
 from .metrics import binary_report, probability_report, wide_table
 from .models import yes_probabilities
 from .parsing import parse_answers
+from .registry import scorer
 
 # %% auto #0
 __all__ = ['HALLUCINATION_TYPES', 'PROMPTS', 'prompt_hash', 'disc_question', 'disc_items', 'run_discriminative', 'pair_rows',
@@ -135,6 +136,7 @@ def disc_probability_metrics(rows: pd.DataFrame, # output of `run_discriminative
     return probability_report(paired, by, cluster="sample_id", n_bins=n_bins, n_boot=n_boot, seed=seed, level=level)
 
 # %% ../nbs/12_haleval.ipynb #ffeb42dd
+@scorer("haleval-disc", domains=("in_domain", "easyvqa", "photos"))
 def score_disc(rows, # a JSONL path, or dicts with sample_id, caption_type, answer, and optionally label, domain
                policy: str = "exclude", # unparseable answers: negative, positive or exclude
                seed: int = 0, n_boot: int = 1000) -> dict:
@@ -182,6 +184,7 @@ def _chair_input(rows) -> tuple[list[dict], dict | None]:
                 {**{k: overall[k] for k in ("CHAIRs", "CHAIRi") if k in overall}, "made_with": chair_output_variant(table["words"])})
     return read_jsonl(rows), None
 
+@scorer("chair", domains=("in_domain", "easyvqa", "photos"))
 def score_chair(rows, # a JSONL path, a CHAIR tool output JSON, or dicts with caption, objects, and optionally references, id
                 vocab: str = "coco", # ours: "coco" or a JSON file {class: [synonyms]}; tool: "coco" or a synonyms.txt
                 matching: str = "ours", # "ours" (`metrics.chair`) or "tool" (the standard CHAIR tool's, `chair_tool`)

@@ -21,6 +21,7 @@ import pandas as pd
 from .cache import CachedModel
 from .core import ImageRef, Request, Response, stable_hash, user
 from .metrics import mcnemar, mean_ci
+from .registry import scorer
 
 # %% auto #0
 __all__ = ['LETTERS', 'ROTATION_OFFSET', 'MMBENCH_PROMPT', 'HINT_LINE', 'REQUIRED_TSV_COLUMNS', 'EXTRACTOR_PROMPT', 'STEPS',
@@ -645,6 +646,7 @@ def score_predictions(src: str | Path | pd.DataFrame, # predictions: JSONL, VLME
     return result.metrics, result.answers
 
 # %% ../nbs/14_mmbench.ipynb #e6cc6710
+@scorer("mmbench", domains=("in_domain", "easyvqa"))
 def score_mmbench(input_path: str | Path, # predictions: JSONL, VLMEvalKit xlsx/TSV/CSV, or LLaVA's answer JSONL
                   questions: str | Path | None = None, # MMBench question TSV to join on index (needed for LLaVA's answers)
                   none_letter: str = "Z",

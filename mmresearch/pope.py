@@ -20,6 +20,7 @@ from .datasets import pope_split_from_name, read_json_records
 from .metrics import binary_report, probability_report, wide_table
 from .models import yes_probabilities
 from .parsing import PARSERS, parse_answers
+from .registry import scorer
 from .scenes import object_stats, sample_objects
 
 # %% auto #0
@@ -329,6 +330,7 @@ def _truth_by_question_file(questions, labels) -> dict:
     return truth
 
 # %% ../nbs/13_pope.ipynb #45b53704
+@scorer("pope", domains=("in_domain", "easyvqa", "photos"))
 def score_pope(input_path: str | Path | Iterable[dict], # POPE answer file (JSON lines or array, optionally .gz), or its rows
                policy: str | None = None, # unparseable answers; default `DEFAULT_POLICY[parser]` ("positive" for POPE)
                parser: str = "pope", # "pope" (official first-sentence rule) or "final"
