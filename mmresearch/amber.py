@@ -516,7 +516,7 @@ def scene_amber(samples: Sequence[Sample], # scene-world samples (meta["scene"])
                 seed: int = 0 # picks the false colour, size and count
                ) -> tuple[list[dict], list[dict], dict[str, Sample]]:
     "(queries, annotations, image name -> sample) in AMBER's formats: descriptions first, then yes/no questions."
-    from mmresearch.pope import _rng, sample_negatives
+    from mmresearch.pope import keyed_rng, sample_negatives
     from mmresearch.scenes import CATEGORIES, COLORS, EVENTS, NUMBER_WORDS, object_stats
     scenes = {s.id: _scene_of(s) for s in samples}
     freq, cooc = object_stats(list(scenes.values()))
@@ -527,7 +527,7 @@ def scene_amber(samples: Sequence[Sample], # scene-world samples (meta["scene"])
         present = sc.categories()
         hallu = sample_negatives(present, CATEGORIES, min(n_hallu, len(CATEGORIES) - len(present)), "adversarial", freq, cooc)
         gen.append((img, GENERATIVE_QUERY, {"type": "generative", "truth": present, "hallu": hallu}))
-        rng, counts = _rng(seed, s.id, "amber"), sc.counts()
+        rng, counts = keyed_rng(seed, s.id, "amber"), sc.counts()
         ask = lambda kind, q, truth: parts[kind].append((img, q, {"type": TYPE_OF[kind], "truth": truth}))
         alone = [i for i, o in enumerate(sc.objects) if counts[o.category] == 1]
         for i in alone:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Sequence
 
 from .core import Request, Response
-from .models import _as_list, _cut_at_stop, default_device, folder_hash, generate_in_batches
+from .generation import as_list, cut_at_stop, default_device, folder_hash, generate_in_batches
 
 # %% auto #0
 __all__ = ['INSTALL_HINT', 'BLIND_MODELS', 'GGUFSource', 'blind_unavailable', 'BlindModel']
@@ -151,12 +151,12 @@ class BlindModel:
             return [Response.failed("model", f"{type(e).__name__}: {e}", latency_s=time.perf_counter() - t0) for _ in reqs]
         latency = (time.perf_counter() - t0) / len(reqs)
         new = gen[:, enc["input_ids"].shape[1]:]
-        eos = set(_as_list(model.generation_config.eos_token_id)) | {tok.eos_token_id, tok.pad_token_id}
+        eos = set(as_list(model.generation_config.eos_token_id)) | {tok.eos_token_id, tok.pad_token_id}
         out = []
         for row, r in enumerate(reqs):
             ids = new[row].tolist()
             n = next((k for k, t in enumerate(ids) if t in eos), len(ids))
-            text, stopped = _cut_at_stop(tok.decode(ids[:n], skip_special_tokens=True).strip(), r.stop)
+            text, stopped = cut_at_stop(tok.decode(ids[:n], skip_special_tokens=True).strip(), r.stop)
             out.append(Response(text, prompt_tokens=int(enc["attention_mask"][row].sum()), completion_tokens=n,
                                 latency_s=latency, finish_reason="stop" if stopped or n < len(ids) else "length"))
         return out

@@ -13,7 +13,7 @@ import pandas as pd
 from .cache import CachedModel
 from .core import Request, Sample, read_jsonl, stable_hash, user
 from .metrics import binary_report, probability_report, wide_table
-from .models import yes_probabilities
+from .generation import yes_probabilities
 from .parsing import parse_answers
 from .registry import scorer
 

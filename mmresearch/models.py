@@ -6,10 +6,8 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import email.utils
 import functools
-import hashlib
 import importlib.util
 import inspect
 import math
@@ -26,13 +24,14 @@ from typing import Any, Awaitable, Callable, Iterator, Protocol, Sequence, runti
 
 from .core import (ImageDecodeError, ImageRef, Message, Request, Response, option_variants, redact,
                              register_secret_env, stable_hash)
+from .blind import BlindModel
+from .generation import as_list, cut_at_stop, default_device, folder_hash, generate_in_batches
 
 # %% auto #0
-__all__ = ['SCRIPTS', 'MODEL_FILES', 'CONTINUOUS_FAMILIES', 'MODEL_KINDS', 'Model', 'ScriptedModel', 'to_openai_messages',
-           'classify_openai_error', 'retry_after_s', 'NoLogprobs', 'OpenAIChatModel', 'folder_hash',
-           'torchvision_usable', 'NoVideoProcessor', 'image_only_processor_class', 'load_processor',
-           'generate_in_batches', 'default_device', 'DecodeRow', 'DecodeBatch', 'HFModel', 'ask_scored',
-           'yes_probabilities', 'tiny_model_path', 'parse_model_spec', 'load_model']
+__all__ = ['SCRIPTS', 'CONTINUOUS_FAMILIES', 'MODEL_KINDS', 'Model', 'ScriptedModel', 'to_openai_messages',
+           'classify_openai_error', 'retry_after_s', 'NoLogprobs', 'OpenAIChatModel', 'torchvision_usable',
+           'NoVideoProcessor', 'image_only_processor_class', 'load_processor', 'DecodeRow', 'DecodeBatch', 'HFModel',
+           'tiny_model_path', 'parse_model_spec', 'load_model']
 
 # %% ../nbs/02_models.ipynb #6f0e92c8
 @runtime_checkable
@@ -255,19 +254,6 @@ class OpenAIChatModel:
         for i, resp in self.generate_stream(requests): out[i] = resp
         return out
 
-# %% ../nbs/02_models.ipynb #e7c27d9f
-MODEL_FILES = ("*config.json", "tokenizer*.json", "special_tokens_map.json", "added_tokens.json", "chat_template.json",
-               "vocab.*", "merges.txt", "*.safetensors", "*.bin", "*.jinja", "*.model")
-
-def folder_hash(folder: Path, patterns: tuple[str, ...] = MODEL_FILES) -> str:
-    "SHA-256 over the names and contents of a model folder's weight, config and tokenizer files (not notes or reports)."
-    h = hashlib.sha256()
-    for f in sorted({p for pat in patterns for p in folder.glob(pat)}):
-        h.update(f.name.encode())
-        with open(f, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""): h.update(block)
-    return h.hexdigest()
-
 # %% ../nbs/02_models.ipynb #d2916a04
 @functools.cache
 def torchvision_usable() -> bool:
@@ -318,25 +304,6 @@ def load_processor(model_id: str | Path, # a local folder or a hub id
 
 
 # %% ../nbs/02_models.ipynb #1a326cf9
-def generate_in_batches(requests: Sequence[Request], batch_size: int,
-                        run_batch: Callable[[list[Request]], list[Response]]) -> list[Response]:
-    "Answers in request order; requests with the same decoding share batches, each sampling request runs alone."
-    out: list[Response | None] = [None] * len(requests)
-    groups: dict[tuple, list[int]] = {}
-    for i, r in enumerate(requests):
-        key = (r.max_new_tokens, r.temperature, r.top_p, r.stop, r.seed if r.sampling else None, i if r.sampling else None)
-        groups.setdefault(key, []).append(i)
-    for idx in groups.values():
-        for s in range(0, len(idx), batch_size):
-            batch = idx[s:s + batch_size]
-            for i, resp in zip(batch, run_batch([requests[i] for i in batch])): out[i] = resp
-    return out
-
-def default_device() -> str:
-    "'cuda' when torch sees a GPU, else 'cpu'."
-    import torch
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
 def _left_pad(x, length: int, dim: int):
     "`x` with zeros put before it along `dim`, up to `length`."
     import torch
@@ -344,6 +311,7 @@ def _left_pad(x, length: int, dim: int):
     shape = list(x.shape); shape[dim] = length - x.shape[dim]
     return torch.cat([x.new_zeros(shape), x], dim)
 
+# %% ../nbs/02_models.ipynb #131ffbc5
 @dataclass
 class DecodeRow:
     "One request being decoded: where its answer goes, its token limit, and its tokens so far."
@@ -355,6 +323,7 @@ class DecodeRow:
     stopped: bool = False # ended on an end token, not at the limit
     option_probs: dict[str, float] | None = None # first-token probabilities of the request's score options
 
+# %% ../nbs/02_models.ipynb #b08c641c
 class DecodeBatch:
     "The rows of a continuous batch: one key/value cache left-padded to a shared length, its attention mask, the last tokens."
     def __init__(self): self.rows, self.cache, self.mask, self.last = [], None, None, None
@@ -403,11 +372,13 @@ class DecodeBatch:
         self.rows, self.mask, self.last = [self.rows[r] for r in idx], mask[:, start:], self.last[i]
         for layer in self.cache.layers: layer.keys, layer.values = layer.keys[i, :, start:], layer.values[i, :, start:]
 
+# %% ../nbs/02_models.ipynb #aae67974
 # families whose greedy decoding `DecodeBatch` runs exactly, with the decoders they come with; not Qwen2-VL/2.5-VL
 # (3-D rotary positions), Gemma 3 (sliding-window cache layers), Llama 3.2 Vision (cross-attention cache), PaliGemma
 CONTINUOUS_FAMILIES = {family: ("llama", "mistral", "qwen2")
                        for family in ("llava", "llava_next", "llava_onevision", "idefics3", "smolvlm", "internvl")}
 
+# %% ../nbs/02_models.ipynb #6046d0ef
 class HFModel:
     "A local transformers vision-language model (`AutoModelForImageTextToText`), batched, greedy by default."
     def __init__(self,
@@ -558,12 +529,12 @@ class HFModel:
             return out
         latency = (time.perf_counter() - t0) / len(live)
         new = gen.sequences[:, enc["input_ids"].shape[1]:]
-        eos = set(_as_list(model.generation_config.eos_token_id)) | {proc.tokenizer.eos_token_id}
+        eos = set(as_list(model.generation_config.eos_token_id)) | {proc.tokenizer.eos_token_id}
         for row, j in enumerate(live):
             ids = new[row].tolist()
             n = next((k for k, t in enumerate(ids) if t in eos or t == proc.tokenizer.pad_token_id), len(ids))
             text = proc.tokenizer.decode(ids[:n], skip_special_tokens=True).strip()
-            text, stopped = _cut_at_stop(text, reqs[j].stop)
+            text, stopped = cut_at_stop(text, reqs[j].stop)
             out[j] = Response(text, prompt_tokens=int(enc["attention_mask"][row].sum()), completion_tokens=n,
                               latency_s=latency, finish_reason="stop" if stopped or n < len(ids) else "length",
                               option_probs=self._option_probs(reqs[j], gen.logits[0][row]) if gen.logits else None)
@@ -576,7 +547,7 @@ class HFModel:
         out: list[Response | None] = [None] * len(reqs)
         waiting = self._prompts(reqs, out)
         batch = DecodeBatch()
-        stop_ids = set(_as_list(model.generation_config.eos_token_id)) | {proc.tokenizer.eos_token_id, proc.tokenizer.pad_token_id}
+        stop_ids = set(as_list(model.generation_config.eos_token_id)) | {proc.tokenizer.eos_token_id, proc.tokenizer.pad_token_id}
         with torch.inference_mode():
             while waiting or batch.rows:
                 free = self.batch_size - len(batch.rows)   # refill once half the batch is free: a prompt pass costs ~2 steps
@@ -590,7 +561,7 @@ class HFModel:
                     if not group: batch = DecodeBatch()
                     continue
                 for row in batch.finish(stop_ids, new=len(group) if group else None):
-                    text, cut = _cut_at_stop(proc.tokenizer.decode(row.ids, skip_special_tokens=True).strip(), reqs[row.index].stop)
+                    text, cut = cut_at_stop(proc.tokenizer.decode(row.ids, skip_special_tokens=True).strip(), reqs[row.index].stop)
                     out[row.index] = Response(text, prompt_tokens=row.prompt_tokens, completion_tokens=len(row.ids),
                                               latency_s=time.perf_counter() - row.started,
                                               finish_reason="stop" if row.stopped or cut else "length", option_probs=row.option_probs)
@@ -609,41 +580,6 @@ class HFModel:
                 for r, (j, *_) in enumerate(group)]
         batch.add(rows, cache, mask, logits[:, -1].argmax(-1))
 
-def _as_list(x) -> list: return [] if x is None else list(x) if isinstance(x, (list, tuple)) else [x]
-
-def _cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
-    "Cut `text` at the earliest stop string; report whether one was found."
-    cuts = [text.find(s) for s in stops if s and s in text]
-    return (text[:min(cuts)].rstrip(), True) if cuts else (text, False)
-
-# %% ../nbs/02_models.ipynb #98630041
-def ask_scored(model, # anything with `generate`
-               requests: Sequence[Request] # requests with `score_options`
-              ) -> list[Response]:
-    "Answers to scored requests; when the first shows the backend cannot score (`unsupported`), that failure for all, unasked."
-    if not requests: return []
-    first = model.generate(list(requests[:1]))[0]
-    if (not first.ok and first.error.kind == "unsupported") or (first.ok and first.option_probs is None):
-        return [first] * len(requests)
-    return [first, *model.generate(list(requests[1:]))]
-
-def yes_probabilities(model, # anything with `generate`; a `CachedModel` caches the scores
-                      requests: Sequence[Request], # the questions as asked for the answers
-                      options: tuple[str, ...] = ("yes", "no"), # the answers compared at the first token
-                      positive: str = "yes" # the option whose share is returned
-                     ) -> tuple[list[float], list[str | None]]:
-    "Per request, P(`positive`) among `options` at the first answer token (NaN where none), and the reason it is missing."
-    from mmresearch.core import option_share
-    if positive not in options: raise ValueError(f"positive option {positive!r} is not among {options}")
-    answers = ask_scored(model, [dataclasses.replace(r, max_new_tokens=1, stop=(), score_options=options) for r in requests])
-    probs, why = [], []
-    for a in answers:
-        if not a.ok: probs.append(math.nan); why.append(f"{a.error.kind}: {a.error.message}"); continue
-        if a.option_probs is None: probs.append(math.nan); why.append("unsupported: the model returned no option probabilities"); continue
-        try: probs.append(option_share(a, positive)); why.append(None)
-        except ValueError as e: probs.append(math.nan); why.append(f"no_option: {e}")
-    return probs, why
-
 # %% ../nbs/02_models.ipynb #b9cd9104
 def tiny_model_path(name: str = "tiny-llava") -> Path:
     "Folder of an embedded model shipped inside the package (`mmresearch/assets/<name>`)."
@@ -656,10 +592,10 @@ def _tiny(name: str = "tiny-llava", **kw) -> HFModel:
     return HFModel(path, **kw)
 
 def _blind(model: str = "smollm2", **kw):
-    if model == "text":   # the caption-only classifier, the Hal-Eval blind control (12b_blind_text)
+    "The language-prior baseline (`blind:smollm2`, 02b_blind) or the caption-only Hal-Eval control (`blind:text`, 12b_blind_text)."
+    if model == "text":   # imported here: the control is built from the Hal-Eval study (a layer above models)
         from mmresearch.blindtext import TextOnlyBaseline
         return TextOnlyBaseline(**kw)
-    from mmresearch.blind import BlindModel   # the optional language-prior baseline (`make blind`); blind imports this module
     return BlindModel(model, **kw)
 
 MODEL_KINDS: dict[str, Callable[..., Any]] = {

@@ -8,11 +8,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import asdict, dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from .cache import CachedModel
 from .core import Request, Response, user
 
 # %% auto #0
@@ -125,12 +124,12 @@ def _extractor_verdict(text: str) -> str | None:
 def parse_answers(answers: Sequence[str | Response | None], # model outputs; None or a failed Response = no answer
                   policy: str = "exclude", # what an unparseable answer becomes: one of `POLICIES`
                   parser: str = "final", # `final` (last verdict) or `pope` (POPE's official first-sentence rule)
-                  extractor: CachedModel | None = None, # the cached extractor model; required for `reask`
+                  extractor: Any = None, # the extractor wrapped in `CachedModel` (it has a `cache`); required for `reask`
                   questions: Sequence[str] | None = None # the questions, shown to the extractor
                  ) -> list[ParsedAnswer]:
     "Read each answer as yes/no under `parser`, resolving unparseable ones by `policy`."
     _check(policy, parser)
-    if policy == "reask" and not isinstance(extractor, CachedModel):
+    if policy == "reask" and not (hasattr(extractor, "cache") and hasattr(extractor, "generate")):
         raise TypeError("policy 'reask' needs `extractor`: a model wrapped in CachedModel(model, ResponseCache(path))")
     if questions is not None and len(questions) != len(answers):
         raise ValueError(f"got {len(questions)} questions for {len(answers)} answers")
@@ -146,7 +145,7 @@ def parse_answers(answers: Sequence[str | Response | None], # model outputs; Non
     return out
 
 def parse_yes_no(answer: str | Response | None, # one model output
-                 policy: str = "exclude", parser: str = "final", extractor: CachedModel | None = None,
+                 policy: str = "exclude", parser: str = "final", extractor: Any = None,
                  question: str | None = None) -> ParsedAnswer:
     "`parse_answers` for a single answer."
     return parse_answers([answer], policy, parser, extractor, None if question is None else [question])[0]
@@ -193,7 +192,7 @@ def parser_sensitivity(rows: pd.DataFrame, # one row per answer: raw text (None 
                        label: str = "label", raw: str = "raw", # column names
                        cluster: str | None = None, # column whose rows are resampled together (image, sample_id)
                        question: str | None = None, # column of questions, shown to an extractor
-                       extractor: CachedModel | None = None, # for chains with policy "reask"
+                       extractor: Any = None, # a `CachedModel`, for chains with policy "reask"
                        metrics: Sequence[str] = ("accuracy", "f1"), n_boot: int = 1000, seed: int = 0
                       ) -> pd.DataFrame:
     "Per chain and metric: value and CI, agreement (%) with the first chain, diff from it with paired CI and p-value."

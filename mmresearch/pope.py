@@ -18,15 +18,15 @@ from .cache import CachedModel
 from .core import Request, Sample, stable_hash, user
 from .datasets import pope_split_from_name, read_json_records
 from .metrics import binary_report, probability_report, wide_table
-from .models import yes_probabilities
+from .generation import yes_probabilities
 from .parsing import PARSERS, parse_answers
 from .registry import scorer
 from .scenes import object_stats, sample_objects
 
 # %% auto #0
-__all__ = ['QUESTION_TEMPLATE', 'SPLITS', 'ITEM_COLUMNS', 'DEFAULT_POLICY', 'pope_question', 'sample_negatives', 'pope_items',
-           'file_items', 'run_pope', 'pope_metrics', 'pope_wide', 'pope_probability_metrics', 'write_pope_questions',
-           'score_pope']
+__all__ = ['QUESTION_TEMPLATE', 'SPLITS', 'ITEM_COLUMNS', 'DEFAULT_POLICY', 'pope_question', 'keyed_rng', 'sample_negatives',
+           'pope_items', 'file_items', 'run_pope', 'pope_metrics', 'pope_wide', 'pope_probability_metrics',
+           'write_pope_questions', 'score_pope']
 
 # %% ../nbs/13_pope.ipynb #ac1a5a07
 QUESTION_TEMPLATE = "Is there {article} {object} in the image?"
@@ -40,7 +40,7 @@ def pope_question(obj: str # an object class name, e.g. "traffic light"
     return QUESTION_TEMPLATE.format(article="an" if obj[0].lower() in "aeiou" else "a", object=obj)
 
 # %% ../nbs/13_pope.ipynb #4eefba8b
-def _rng(seed: int, *key) -> np.random.Generator:
+def keyed_rng(seed: int, *key) -> np.random.Generator:
     "A generator seeded by `seed` and a key (e.g. sample id and purpose), independent of any other sample."
     return np.random.default_rng(int(stable_hash([seed, *key], 16), 16))
 
@@ -92,9 +92,9 @@ def pope_items(samples: Sequence[Sample], # annotated samples: meta["objects"] l
         present = sample_objects(s)
         n = min(k, len(present), len(set(vocab) - set(present)))
         if n == 0: skipped.append(s.id); continue
-        pos = sorted(present[i] for i in _rng(seed, s.id, "positives").choice(len(present), size=n, replace=False))
+        pos = sorted(present[i] for i in keyed_rng(seed, s.id, "positives").choice(len(present), size=n, replace=False))
         for split in splits:
-            neg = sample_negatives(present, vocab, n, split, frequency, cooccurrence, _rng(seed, s.id, "random"))
+            neg = sample_negatives(present, vocab, n, split, frequency, cooccurrence, keyed_rng(seed, s.id, "random"))
             for obj, label in [(o, "yes") for o in pos] + [(o, "no") for o in neg]:
                 rows.append((f"{s.id}:{split}:{obj}", s.id, s.domain, split, obj, label, pope_question(obj), _image_name(s)))
     items = pd.DataFrame(rows, columns=ITEM_COLUMNS)

@@ -22,11 +22,11 @@ from .core import ImageRef, Sample
 # %% auto #0
 __all__ = ['CATEGORIES', 'COLORS', 'SIZES', 'TEXTURES', 'ATTRIBUTES', 'RELATIONS', 'REGIONS', 'EVENTS', 'HAL_TYPES',
            'NUMBER_WORDS', 'RADIUS', 'Part', 'QUESTION_TEXT', 'REJECT_REASONS', 'SPLITS', 'SceneConfig', 'SceneObject',
-           'Event', 'relation_holds', 'regions', 'Scene', 'generate_scene', 'render', 'Slot', 'realize', 'Caption',
-           'short_caption', 'long_caption', 'Mention', 'Claim', 'extract_claims', 'verify_claim', 'Verdict', 'judge',
-           'hallucinated_types', 'vocabulary', 'grammar_issues', 'check_hallucination', 'Hallucination', 'hallucinate',
-           'add_true_sentence', 'scene_seed', 'caption_rng', 'scene_captions', 'make_sample', 'make_samples',
-           'length_rule', 'sample_objects', 'object_stats']
+           'Event', 'relation_holds', 'regions', 'Scene', 'generate_scene', 'shape_mask', 'render', 'Slot', 'realize',
+           'Caption', 'short_caption', 'long_caption', 'Mention', 'Claim', 'extract_claims', 'verify_claim', 'Verdict',
+           'judge', 'hallucinated_types', 'vocabulary', 'grammar_issues', 'check_hallucination', 'Hallucination',
+           'hallucinate', 'add_true_sentence', 'scene_seed', 'caption_rng', 'scene_captions', 'make_sample',
+           'make_samples', 'length_rule', 'sample_objects', 'object_stats']
 
 # %% ../nbs/03_scenes.ipynb #bff8bd74
 CATEGORIES = ("circle", "square", "triangle", "star", "house", "tree", "car")
@@ -242,7 +242,7 @@ def generate_scene(seed: int, # the scene's own seed: the same seed always gives
     raise RuntimeError(f"could not place scene {seed} after 20 attempts; loosen SceneConfig (fewer or smaller objects)")
 
 # %% ../nbs/03_scenes.ipynb #75625896
-def _shape_mask(draw: ImageDraw.ImageDraw, cat: str, x: float, y: float, r: float):
+def shape_mask(draw: ImageDraw.ImageDraw, cat: str, x: float, y: float, r: float):
     "Draw the category's silhouette (in pixels) into a mask."
     if cat == "circle": draw.ellipse((x - r, y - r, x + r, y + r), fill=255)
     elif cat == "square": draw.rectangle((x - 0.9 * r, y - 0.9 * r, x + 0.9 * r, y + 0.9 * r), fill=255)
@@ -311,7 +311,7 @@ def render(scene: Scene, size: int | None = None) -> Image.Image:
     img = Image.new("RGB", (s, s), (255, 255, 255))
     for o in scene.objects:
         mask = Image.new("L", (s, s), 0)
-        _shape_mask(ImageDraw.Draw(mask), o.category, o.x * s, o.y * s, o.r * s)
+        shape_mask(ImageDraw.Draw(mask), o.category, o.x * s, o.y * s, o.r * s)
         img.paste(_pattern(s, o.color, o.texture), (0, 0), mask)
     draw = ImageDraw.Draw(img)
     for e in scene.events: _draw_event(draw, e, scene.objects, s)

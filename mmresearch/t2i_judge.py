@@ -779,7 +779,7 @@ def vqascore(model: CachedModel, # the scoring model, through the response cache
         for k in ("prompt", "category"):
             if k not in s.meta: raise KeyError(f"sample {s.id}: meta has no {k!r}")
         check_category(s.meta["category"], f"sample {s.id}")
-    from mmresearch.models import ask_scored   # one probe first: a model that cannot score is asked once, not per image
+    from mmresearch.generation import ask_scored   # one probe first: a model that cannot score is asked once, not per image
     answers = ask_scored(model, [Request([user(s.image, VQASCORE_QUESTION.format(prompt=s.meta["prompt"]))], max_new_tokens=1,
                                          score_options=("yes", "no")) for s in samples])
     name, rows = f"{model.fingerprint}|vqascore" + ("|normalised" if normalise else ""), []

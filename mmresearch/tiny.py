@@ -5,9 +5,35 @@
 # %% ../nbs/06_tiny.ipynb #c6a83a67
 from __future__ import annotations
 
+import hashlib
+import math
+import random
+import re
+import time
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image, ImageDraw
+from safetensors import safe_open
+from tokenizers import AddedToken, Tokenizer, decoders, normalizers, pre_tokenizers
+from tokenizers.models import WordLevel
+from transformers import (AutoModelForImageTextToText, AutoProcessor, CLIPImageProcessorPil, CLIPVisionConfig, LlamaConfig,
+                          LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor, PreTrainedTokenizerFast)
+
+from .afha import SFT_QUESTIONS
+from .core import ImageRef, Request, user
+from .datasets import load_easyvqa
+from .haleval import PROMPTS, disc_question
+from .mmbench import HINT_LINE, MMBENCH_PROMPT, exact_letter, format_options
+from .parsing import final_yes_no
+from .scenes import (CATEGORIES, COLORS, HAL_TYPES, NUMBER_WORDS, SIZES, TEXTURES, SceneConfig, generate_scene,
+                               hallucinate, judge, long_caption, relation_holds, render, scene_seed, shape_mask,
+                               short_caption, vocabulary)
 
 # %% auto #0
 __all__ = ['SPECIAL_TOKENS', 'OPTION_LETTERS', 'CHAT_TEMPLATE', 'SHORT_PROMPTS', 'LONG_PROMPTS', 'POPE_PROMPT', 'EXIST_PROMPTS',
@@ -32,10 +58,8 @@ CHAT_TEMPLATE = (
 
 def word_tokenizer(words: Iterable[str]): # the vocabulary; case is folded and duplicates dropped
     "A transformers fast tokenizer over a fixed word list, with punctuation as separate tokens."
-    from tokenizers import AddedToken, Tokenizer, models, normalizers, pre_tokenizers, decoders
-    from transformers import PreTrainedTokenizerFast
     vocab = {t: i for i, t in enumerate(dict.fromkeys([*SPECIAL_TOKENS, *".,:;?!()'\"-`", *(w.lower() for w in words)]))}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok = Tokenizer(WordLevel(vocab, unk_token="<unk>"))
     tok.add_tokens([AddedToken(c, single_word=True, normalized=False) for c in OPTION_LETTERS])  # "B" stays a capital
     tok.normalizer = normalizers.Lowercase()
     tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
@@ -78,7 +102,6 @@ class TinyLlava:
     @classmethod
     def load(cls, folder: str | Path) -> "TinyLlava":
         "A saved tiny LLaVA with its processor and sizes, ready to train further."
-        from transformers import AutoModelForImageTextToText, AutoProcessor
         model = AutoModelForImageTextToText.from_pretrained(folder, local_files_only=True)
         v, t = model.config.vision_config, model.config.text_config
         cfg = TinyLlavaConfig(v.image_size, v.patch_size, v.hidden_size, v.num_hidden_layers, t.hidden_size,
@@ -87,7 +110,6 @@ class TinyLlava:
 
 def tiny_processor(tokenizer, cfg: TinyLlavaConfig):
     "A `LlavaProcessor`: the word tokenizer plus a Pillow CLIP image processor resizing to `cfg.image_size`."
-    from transformers import CLIPImageProcessorPil, LlavaProcessor
     images = CLIPImageProcessorPil(size={"shortest_edge": cfg.image_size}, do_center_crop=True,
                                    crop_size={"height": cfg.image_size, "width": cfg.image_size})
     return LlavaProcessor(image_processor=images, tokenizer=tokenizer, patch_size=cfg.patch_size,
@@ -96,8 +118,6 @@ def tiny_processor(tokenizer, cfg: TinyLlavaConfig):
 
 def build_tiny_llava(tokenizer, cfg: TinyLlavaConfig = TinyLlavaConfig(), seed: int = 0) -> TinyLlava:
     "A randomly initialised `LlavaForConditionalGeneration` of the given sizes (seeded)."
-    import torch
-    from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaForConditionalGeneration
     vision = CLIPVisionConfig(hidden_size=cfg.vision_width, intermediate_size=4 * cfg.vision_width, num_hidden_layers=cfg.vision_layers,
                               num_attention_heads=cfg.heads, image_size=cfg.image_size, patch_size=cfg.patch_size)
     text = LlamaConfig(vocab_size=len(tokenizer), hidden_size=cfg.text_width, intermediate_size=4 * cfg.text_width,
@@ -131,20 +151,14 @@ EASYVQA_WORDS = "what is the shape color of does image contain a not there in an
 
 def study_texts() -> list[str]:
     "Every prompt template the studies send to a model (their words go into the vocabulary)."
-    from mmresearch.haleval import PROMPTS
-    from mmresearch.mmbench import MMBENCH_PROMPT, HINT_LINE
-    from mmresearch.afha import SFT_QUESTIONS
     return [t for v in PROMPTS.values() for t in v.values()] + [MMBENCH_PROMPT, HINT_LINE, *SFT_QUESTIONS.values(), *SHORT_PROMPTS, *LONG_PROMPTS,
             *EXIST_PROMPTS, *COLOR_PROMPTS, *JUDGE_PROMPTS, EXTRA_TEXT, EASYVQA_WORDS]
 
 def tiny_vocabulary() -> list[str]:
     "The tiny model's word list: the scene world's words and every word of the study prompts."
-    from mmresearch.scenes import vocabulary
     return vocabulary(extra=study_texts())
 
-# %% ../nbs/06_tiny.ipynb #c38856cb
-import random
-
+# %% ../nbs/06_tiny.ipynb #45bbb789
 TASKS = ("short", "long", "exist", "which", "color", "bind", "count", "size", "relation", "haleval", "mc", "judge")
 
 @dataclass
@@ -156,6 +170,7 @@ class Example:
     answer: str
     label: str | None = None # the gold short answer for scoring (yes/no, a colour, a letter ...)
 
+# %% ../nbs/06_tiny.ipynb #bec99104
 def _plural(cat: str) -> str: return cat + "s"
 
 def _unique(scene) -> list:
@@ -165,7 +180,6 @@ def _unique(scene) -> list:
 
 def _absent(scene, rng: random.Random) -> str:
     "An absent category: half the time a usual partner of a present one (POPE's adversarial sampling)."
-    from mmresearch.scenes import CATEGORIES, SceneConfig
     present = set(scene.categories())
     partners = sorted({q for p in SceneConfig().cooccur if present & set(p) for q in p} - present)
     return rng.choice(partners) if partners and rng.random() < 0.5 else rng.choice([c for c in CATEGORIES if c not in present])
@@ -177,16 +191,12 @@ def _objects_text(scene) -> str:
     names = [f"a {o.color} {o.category}" for o in scene.objects]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
-def _cot_answer(scene, hal) -> str:
-    "Short reasoning, then the final line: what the image shows and what the caption gets wrong."
-    seen = f"The image shows {_objects_text(scene)}."
-    if hal is None: return f"{seen} Every detail of the caption matches the image.\nAnswer: yes"
-    return f"{seen} The caption says {hal.content}, but that is wrong: it is a {hal.type} hallucination.\nAnswer: no"
+def _names(words: list[str], last: str = "and") -> str:
+    "'a', 'a and b', 'a, b and c'."
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + f" {last} " + words[-1]
 
-_REL_Q = {"left_of": "to the left of", "right_of": "to the right of", "above": "above", "below": "below"}
-
+# %% ../nbs/06_tiny.ipynb #155d30c2
 def _ex_exist(scene, rng):
-    from mmresearch.scenes import COLORS
     if rng.random() < 0.2:   # with a colour: a present category in another colour is a "no" too
         o = rng.choice(scene.objects)
         name = f"{o.color if rng.random() < 0.5 else rng.choice([c for c in COLORS if c != o.color])} {o.category}"
@@ -196,13 +206,9 @@ def _ex_exist(scene, rng):
         name = rng.choice(scene.categories()) if present else _absent(scene, rng)
     return rng.choice(EXIST_PROMPTS).format(object=name), _yes_no(present), "yes" if present else "no"
 
-def _names(words: list[str], last: str = "and") -> str:
-    "'a', 'a and b', 'a, b and c'."
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + f" {last} " + words[-1]
-
+# %% ../nbs/06_tiny.ipynb #ef28d8de
 def _ex_which(scene, rng):
     "Which of two or three named categories are present: the presence skill without a shared yes/no answer."
-    from mmresearch.scenes import CATEGORIES
     present = scene.categories()
     k = rng.choice((2, 3))
     n_in = rng.randint(0, min(k, len(present)))
@@ -211,20 +217,21 @@ def _ex_which(scene, rng):
     answer = _names([c for c in names if c in present]).capitalize() + "." if n_in else "None of them."
     return f"Which of these objects are in the image: {_names(names, 'or')}?", answer, None
 
+# %% ../nbs/06_tiny.ipynb #67b2c07b
 def _ex_color(scene, rng):
-    from mmresearch.scenes import COLORS
     o = rng.choice(_unique(scene))
     if rng.random() < 0.75: return rng.choice(COLOR_PROMPTS).format(object=o.category), o.color, o.color
     colour = o.color if rng.random() < 0.5 else rng.choice([c for c in COLORS if c != o.color])
     return f"Is the {o.category} {colour}?", _yes_no(colour == o.color), "yes" if colour == o.color else "no"
 
+# %% ../nbs/06_tiny.ipynb #ca49cbe3
 def _ex_bind(scene, rng):
     "An open colour question about a two-object, two-colour scene: only reading the named object's colour answers it."
     o = rng.choice(scene.objects)
     return rng.choice(COLOR_PROMPTS).format(object=o.category), o.color, o.color
 
+# %% ../nbs/06_tiny.ipynb #eabe2434
 def _ex_count(scene, rng):
-    from mmresearch.scenes import CATEGORIES, NUMBER_WORDS
     if rng.random() < 0.5:
         n = len(scene.objects)
         return "How many objects are there in the image?", NUMBER_WORDS[n], NUMBER_WORDS[n]
@@ -232,13 +239,16 @@ def _ex_count(scene, rng):
     n = scene.counts()[cat]
     return f"How many {_plural(cat)} are there in the image?", NUMBER_WORDS[n], NUMBER_WORDS[n]
 
+# %% ../nbs/06_tiny.ipynb #72f9cb33
 def _ex_size(scene, rng):
     o = rng.choice(scene.objects)
     if rng.random() < 0.6: return f"What size is the {o.color} {o.category}?", o.size, o.size
     return f"What texture does the {o.color} {o.category} have?", o.texture, o.texture
 
+# %% ../nbs/06_tiny.ipynb #587c63e1
+_REL_Q = {"left_of": "to the left of", "right_of": "to the right of", "above": "above", "below": "below"}
+
 def _ex_relation(scene, rng):
-    from mmresearch.scenes import relation_holds
     a, b = rng.sample(scene.objects, 2)
     holds = [r for r in _REL_Q if relation_holds(a, b, r)]
     want = rng.random() < 0.5 and bool(holds)
@@ -246,9 +256,15 @@ def _ex_relation(scene, rng):
     q = f"Is the {a.color} {a.category} {_REL_Q[rel]} the {b.color} {b.category}?"
     return q, _yes_no(want), "yes" if want else "no"
 
+# %% ../nbs/06_tiny.ipynb #2022d87e
+def _cot_answer(scene, hal) -> str:
+    "Short reasoning, then the final line: what the image shows and what the caption gets wrong."
+    seen = f"The image shows {_objects_text(scene)}."
+    if hal is None: return f"{seen} Every detail of the caption matches the image.\nAnswer: yes"
+    return f"{seen} The caption says {hal.content}, but that is wrong: it is a {hal.type} hallucination.\nAnswer: no"
+
+# %% ../nbs/06_tiny.ipynb #117cd047
 def _ex_haleval(scene, rng):
-    from mmresearch.haleval import disc_question
-    from mmresearch.scenes import HAL_TYPES, hallucinate, short_caption
     cap = short_caption(scene, rng)
     hal = hallucinate(scene, cap, rng.choice(HAL_TYPES), rng, check_caption=False) if rng.random() < 0.5 else None
     variant, cot = rng.choice(("paper", "repo")), rng.random() < 0.4
@@ -256,9 +272,8 @@ def _ex_haleval(scene, rng):
     label = "no" if hal else "yes"
     return q, _cot_answer(scene, hal) if cot else _yes_no(hal is None), label
 
+# %% ../nbs/06_tiny.ipynb #85c35bcb
 def _ex_mc(scene, rng):
-    from mmresearch.mmbench import MMBENCH_PROMPT, format_options
-    from mmresearch.scenes import CATEGORIES, COLORS, NUMBER_WORDS
     kind = rng.choice(("color", "object", "count") if _unique(scene) else ("object", "count"))
     n = rng.choice((2, 3, 4, 4))
     if kind == "color":
@@ -274,14 +289,14 @@ def _ex_mc(scene, rng):
     letter = next(k for k, v in letters.items() if v == gold)
     return MMBENCH_PROMPT.format(hint="", question=q, options=format_options(letters)), letter, letter
 
+# %% ../nbs/06_tiny.ipynb #58066292
 def judge_score(text: str, scene) -> int | None:
     "1 + 4 × the fraction of the text's claims the scene supports, rounded; None when it makes no claim."
-    from mmresearch.scenes import judge
     vs = judge(text, scene)
     return None if not vs else 1 + round(4 * sum(v.supported for v in vs) / len(vs))
 
+# %% ../nbs/06_tiny.ipynb #e76c22e0
 def _ex_judge(scene, rng):
-    from mmresearch.scenes import HAL_TYPES, generate_scene, hallucinate, scene_seed, short_caption
     cap = short_caption(scene, rng)
     u = rng.random()
     if u < 0.35: text = cap.text
@@ -290,14 +305,14 @@ def _ex_judge(scene, rng):
     score = judge_score(text, scene) or 1
     return rng.choice(JUDGE_PROMPTS).format(prompt=text), str(score), str(score)
 
+# %% ../nbs/06_tiny.ipynb #5b95cbb1
 def _ex_short(scene, rng):
-    from mmresearch.scenes import short_caption
     return rng.choice(SHORT_PROMPTS), short_caption(scene, rng).text, None
 
 def _ex_long(scene, rng):
-    from mmresearch.scenes import long_caption
     return rng.choice(LONG_PROMPTS), long_caption(scene, rng).text, None
 
+# %% ../nbs/06_tiny.ipynb #839cb3aa
 _MAKERS = {"short": _ex_short, "long": _ex_long, "exist": _ex_exist, "which": _ex_which, "color": _ex_color, "bind": _ex_bind, "count": _ex_count, "size": _ex_size,
            "relation": _ex_relation, "haleval": _ex_haleval, "mc": _ex_mc, "judge": _ex_judge}
 
@@ -317,7 +332,6 @@ def draw_examples(task: str, n: int, rng: random.Random,
                   scene_cfg=None, # a `scenes.SceneConfig`; default the world's own
                   split: str = "train") -> list[Example]:
     "`n` examples of one task about random scenes of a split (train, for training)."
-    from mmresearch.scenes import SceneConfig, generate_scene, scene_seed
     out, cfg = [], scene_cfg or SceneConfig()
     while len(out) < n:
         e = make_example(task, generate_scene(scene_seed(split, rng.randrange(10**6)), cfg), rng)
@@ -331,7 +345,6 @@ def _chat(prompt: str, answer: str | None = None) -> list[dict]:
 def collate_chats(processor, chats: list[list[dict]], # conversations, each with one image in its first user turn
                   images: list) -> dict:
     "Model inputs with `labels` on every assistant turn (its text and closing `</s>`) and nothing else."
-    import torch
     tok = processor.tokenizer
     def n_tokens(chat, **kw): return len(tok(processor.apply_chat_template(chat, tokenize=False, **kw))["input_ids"]) - 1
     tok.padding_side = "right"
@@ -349,7 +362,6 @@ def collate_chats(processor, chats: list[list[dict]], # conversations, each with
 
 def collate(processor, examples: list[Example], images: list | None = None) -> dict:
     "Model inputs with `labels` on the answer tokens only; `images` overrides the rendered scenes (for ablations)."
-    from mmresearch.scenes import render
     images = images if images is not None else [render(e.scene) for e in examples]
     return collate_chats(processor, [_chat(e.prompt, e.answer) for e in examples], images)
 
@@ -370,7 +382,6 @@ def llava_chat(conversation: dict) -> list[dict]:
 PATCH_LABELS = ("category", "colour", "size", "texture", "pair")
 
 def _label_names() -> dict[str, tuple]:
-    from mmresearch.scenes import CATEGORIES, COLORS, SIZES, TEXTURES
     return {"category": CATEGORIES, "colour": tuple(COLORS), "size": SIZES, "texture": TEXTURES,
             "pair": tuple(f"{k} {c}" for c in CATEGORIES for k in COLORS)}
 
@@ -381,13 +392,10 @@ def _label(o, head: str) -> str:
 def patch_targets(scene, image_size: int, patch_size: int,
                   min_cover: float = 0.1) -> dict[str, list[int]]: # share of a patch an object must cover to label it
     "Per patch, row by row: 1 + the index of the covering object's label under each head, 0 for background."
-    import numpy as np
-    from PIL import Image, ImageDraw
-    from mmresearch.scenes import _shape_mask
     s, names = image_size, _label_names()
     owner = np.full((s, s), -1)
     for i, o in enumerate(scene.objects):   # later objects are drawn over earlier ones, as in `render`
-        mask = Image.new("L", (s, s), 0); _shape_mask(ImageDraw.Draw(mask), o.category, o.x * s, o.y * s, o.r * s)
+        mask = Image.new("L", (s, s), 0); shape_mask(ImageDraw.Draw(mask), o.category, o.x * s, o.y * s, o.r * s)
         owner[np.asarray(mask) > 127] = i
     out = {k: [] for k in PATCH_LABELS}
     for py in range(0, s - patch_size + 1, patch_size):
@@ -408,8 +416,6 @@ def _presence(scene, head: str) -> list[float]:
 
 def _vision_batch(processor, rng: random.Random, n: int, split: str = "train"):
     "Pixel values of `n` random scenes of a split, their patch labels (n × patches each) and what each scene holds."
-    import torch
-    from mmresearch.scenes import generate_scene, render, scene_seed
     scenes = [generate_scene(scene_seed(split, rng.randrange(10**6))) for _ in range(n)]
     size, patch = processor.image_processor.crop_size["height"], processor.patch_size
     px = processor.image_processor([render(s) for s in scenes], return_tensors="pt")["pixel_values"]
@@ -423,13 +429,11 @@ def _patch_features(model, pixel_values):
 
 def vision_heads(tl: TinyLlava):
     "Linear heads on the patch features (one per patch label, background included) and on their mean (what is held)."
-    import torch
     w, names = tl.model.model.vision_tower.config.hidden_size, _label_names()
     return torch.nn.ModuleDict({k: torch.nn.Linear(w, len(names[k]) + 1) for k in PATCH_LABELS}
                                | {f"held_{k}": torch.nn.Linear(w, len(names[k])) for k in PRESENCE_LABELS})
 
 def _vision_loss(heads, feats, labels, held):
-    import torch.nn.functional as F
     dense = sum(F.cross_entropy(heads[k](feats).flatten(0, 1), labels[k].flatten()) for k in PATCH_LABELS)
     return dense + sum(F.binary_cross_entropy_with_logits(heads[f"held_{k}"](feats.mean(1)), held[k]) for k in PRESENCE_LABELS)
 
@@ -439,7 +443,6 @@ def _f1(pred, truth) -> float:
 
 def vision_accuracy(tl: TinyLlava, heads, n: int = 128, seed: int = 1, split: str = "val") -> dict:
     "Held-out accuracy of each patch label on object patches, of background, and F1 of what the mean says is held."
-    import torch
     px, labels, held = _vision_batch(tl.processor, random.Random(seed), n, split)
     with torch.no_grad(): feats = _patch_features(tl.model, px)
     on = labels["category"] > 0
@@ -450,7 +453,6 @@ def vision_accuracy(tl: TinyLlava, heads, n: int = 128, seed: int = 1, split: st
 def pretrain_vision(tl: TinyLlava, steps: int, lr: float = 2e-3, batch_size: int = 32, seed: int = 0,
                     log_every: int = 250, log=print) -> list[dict]:
     "Train the vision tower on patch labels and on what each picture holds (throwaway heads); returns the logged history."
-    import math, time, torch
     torch.manual_seed(seed); rng = random.Random(seed)
     tower, heads = tl.model.model.vision_tower, vision_heads(tl)
     opt = torch.optim.AdamW([*tower.parameters(), *heads.parameters()], lr=lr, weight_decay=0.01)
@@ -473,13 +475,11 @@ GROUNDING_LAYER, GROUNDING_HEAD = 0, 0
 
 def _category_tokens(tokenizer) -> dict[int, int]:
     "Token id -> the category's patch label (1 + its index), for each category word and its plural."
-    from mmresearch.scenes import CATEGORIES
     ids = {tokenizer.convert_tokens_to_ids(w): 1 + k for k, c in enumerate(CATEGORIES) for w in (c, _plural(c))}
     return {i: label for i, label in ids.items() if i != tokenizer.unk_token_id}
 
 def grounding_targets(processor, scenes: list, input_ids) -> tuple:
     "(rows, positions, patch mask) for every category word after the image whose category has patches in the row's picture."
-    import torch
     size, patch = processor.image_processor.crop_size["height"], processor.patch_size
     words, image_id = _category_tokens(processor.tokenizer), processor.image_token_id
     rows, positions, masks = [], [], []
@@ -522,7 +522,6 @@ class TrainConfig:
 def _fit(tl: TinyLlava, tc: TrainConfig, next_batch, # (step, rng) -> (name, model inputs)
          log=print, time_limit_s: float | None = None) -> list[dict]:
     "AdamW (the tower at `vision_lr_scale`), linear warm-up, cosine decay; per-batch-name moving-average losses."
-    import math, time, torch
     torch.manual_seed(tc.seed); rng = random.Random(tc.seed)
     tower = set(map(id, tl.model.model.vision_tower.parameters()))
     for p in tl.model.model.vision_tower.parameters(): p.requires_grad_(tc.vision_lr_scale > 0)   # 0 freezes the tower
@@ -556,7 +555,6 @@ def _fit(tl: TinyLlava, tc: TrainConfig, next_batch, # (step, rng) -> (name, mod
 
 def train(tl: TinyLlava, tc: TrainConfig, log=print, time_limit_s: float | None = None) -> list[dict]:
     "Multitask training; returns one row per logged step with the per-task moving-average losses."
-    from mmresearch.scenes import SceneConfig
     weights = tc.weights or DEFAULT_WEIGHTS
     tasks, w = list(weights), list(weights.values())
     one = SceneConfig(min_objects=1, max_objects=1)
@@ -585,7 +583,6 @@ def train_chats(tl: TinyLlava, chats: list[list[dict]], images: list, # conversa
 # %% ../nbs/06_tiny.ipynb #0c9f0e6f
 def eval_examples(task: str, n: int, seed: int = 0, split: str = "test") -> list[Example]:
     "`n` questions of one task about the held-out scenes of `split` (one per scene, scenes 0..)."
-    from mmresearch.scenes import generate_scene, scene_seed
     rng, out, i = random.Random(f"eval:{task}:{seed}"), [], 0
     while len(out) < n:
         e = make_example(task, generate_scene(scene_seed(split, i, seed)), rng); i += 1
@@ -603,9 +600,6 @@ def ask(model, # any model of the suite, e.g. `CachedModel(HFModel(folder), cach
         examples: list[Example], images: str = "scene", # "scene", "blank" or "shuffled"
         max_new_tokens: int = 8, seed: int = 0) -> list:
     "The model's responses to the examples' prompts, with their own, blank or shuffled images."
-    from PIL import Image
-    from mmresearch.core import ImageRef, Request, user
-    from mmresearch.scenes import render
     if images not in ("scene", "blank", "shuffled"): raise ValueError(f"images must be scene, blank or shuffled, got {images!r}")
     pics = [render(e.scene) for e in examples]
     if images == "blank": pics = [Image.new("RGB", p.size, (255, 255, 255)) for p in pics]
@@ -616,13 +610,10 @@ def ask(model, # any model of the suite, e.g. `CachedModel(HFModel(folder), cach
 # %% ../nbs/06_tiny.ipynb #9555865e
 def score_answer(e: Example, text: str | None) -> bool | None:
     "Whether an answer matches the example's gold label (None when the example has no short label)."
-    from mmresearch.parsing import final_yes_no
-    import re
     if e.label is None: return None
     t = (text or "").strip()
     if e.label in ("yes", "no"): return final_yes_no(t)[0] == e.label
     if e.label in OPTION_LETTERS:
-        from mmresearch.mmbench import exact_letter
         return exact_letter(t, "".join(OPTION_LETTERS)) == e.label
     words = re.findall(r"[a-z0-9]+", t.lower())
     return bool(words) and words[0] == e.label
@@ -635,8 +626,6 @@ def accuracy(examples: list[Example], responses: list) -> float:
 def description_hallucination(model, n: int = 100, seed: int = 0, prompt: str = LONG_PROMPTS[0],
                               max_new_tokens: int = 96) -> dict:
     "Claims and false claims (by type) in the model's detailed descriptions of `n` test scenes."
-    from collections import Counter
-    from mmresearch.scenes import generate_scene, judge, scene_seed
     exs = [Example("long", generate_scene(scene_seed("test", i, seed)), prompt, "") for i in range(n)]
     resp = ask(model, exs, max_new_tokens=max_new_tokens)
     claims, false, with_false, types = 0, 0, 0, Counter()
@@ -651,8 +640,6 @@ def description_hallucination(model, n: int = 100, seed: int = 0, prompt: str = 
 # %% ../nbs/06_tiny.ipynb #ef9e34a9
 def easyvqa_accuracy(model, n_images: int = 100) -> dict:
     "Accuracy on easy-VQA test questions about the first `n_images` images: yes/no, open, and all."
-    from mmresearch.core import Request, user
-    from mmresearch.datasets import load_easyvqa
     ds = load_easyvqa("test", limit=n_images)
     qs = [(s, q) for s in ds.samples for q in s.meta["questions"]]
     resp = model.generate([Request((user(s.image, q["question"]),), max_new_tokens=8) for s, q in qs])
@@ -664,8 +651,6 @@ def easyvqa_accuracy(model, n_images: int = 100) -> dict:
             "questions": len(qs), "yes_share": round(sum(q["answer"] == "yes" for _, q in qs) / len(qs), 3)}
 
 # %% ../nbs/06_tiny.ipynb #bb45aee9
-import hashlib
-
 def file_sha256(path: str | Path) -> str:
     "SHA-256 of a file's bytes."
     h = hashlib.sha256()
@@ -700,7 +685,6 @@ def write_model_card(folder: str | Path, cfg: TinyLlavaConfig,
     "Write `MODEL_CARD.md` into the model folder and return its path."
     folder = Path(folder)
     weights = folder/"model.safetensors"
-    from safetensors import safe_open
     with safe_open(weights, "pt") as f: n_params = sum(_prod(f.get_slice(k).get_shape()) for k in f.keys())
     last = history[-1] if history else {}
     phases = [tc] if isinstance(tc, TrainConfig) else list(tc)
@@ -731,7 +715,6 @@ def train_tiny(folder: str | Path, # where to save the model
                time_limit_s: float | None = None, # stop the main training after this many seconds in all
                log=print) -> dict:
     "Build, pretrain the tower, train phase by phase, save; returns the configs, histories and the tower's accuracy."
-    import time
     phases = [tc] if isinstance(tc, TrainConfig) else list(tc)
     t0 = time.time()
     tl = build_tiny_llava(word_tokenizer(tiny_vocabulary()), cfg, seed=phases[0].seed)
@@ -786,10 +769,6 @@ def evaluate_tiny(model, # the model under test, called through the cache
 def ablation_losses(folder: str | Path, # a saved tiny LLaVA
                     task: str, n: int = 48, seed: int = 0) -> dict:
     "Teacher-forced answer loss on `n` test questions of `task` with own, shuffled and blank images."
-    import torch
-    from PIL import Image
-    from transformers import AutoModelForImageTextToText, AutoProcessor
-    from mmresearch.scenes import render
     proc = AutoProcessor.from_pretrained(folder, local_files_only=True)
     model = AutoModelForImageTextToText.from_pretrained(folder, local_files_only=True).eval()
     exs = eval_examples(task, n, seed)

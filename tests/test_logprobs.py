@@ -12,7 +12,8 @@ from make_tiny_families import make_tiny_family
 from mmresearch.cache import CachedModel, ResponseCache
 from mmresearch.core import ImageRef, Request, user
 from mmresearch.fakeserver import FakeChatServer
-from mmresearch.models import HFModel, OpenAIChatModel, ScriptedModel, load_model, tiny_model_path, yes_probabilities
+from mmresearch.generation import yes_probabilities
+from mmresearch.models import HFModel, OpenAIChatModel, ScriptedModel, load_model, tiny_model_path
 
 YES_NO = ("yes", "no")
 
