@@ -33,7 +33,7 @@ __all__ = ['MANIFEST', 'SPAN_COLOURS', 'NO_SCRIPT_META', 'SWEEP_FILE', 'FRACTION
            'condition_label', 'metric_table', 'plot_metric', 'in_percent', 'unit', 'fmt_ci', 'overall_label', 'Finding',
            'varying_keys', 'plt_colours', 'disc_finding', 'length_finding', 'mmbench_finding', 'category_finding',
            'headline_finding', 'finding', 'write_finding', 'compare_table', 'render_compare', 'quiet_progress',
-           'md_text', 'md_code', 'summary_notebook', 'render_summary', 'runs_links_html', 'headline_value',
+           'md_text', 'md_code', 'generic_summary_path', 'render_summary', 'runs_links_html', 'headline_value',
            'render_index']
 
 # %% ../nbs/21_report.ipynb #59129d39
@@ -645,57 +645,24 @@ def md_code(v: Any) -> str:
     "`v` as inline code inside Markdown, escaped (safe for any text, backticks included)."
     return f"<code>{html.escape(str(v), quote=False)}</code>"
 
-def summary_notebook() -> nbformat.NotebookNode:
-    "The generic sweep summary: the finding (figure, two computed sentences, its table), then the runs and every metric."
-    import nbformat
-    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
-    params = code('sweep_dir = "."  # the sweep\'s report folder (holds sweep.json)')
-    params.metadata["tags"] = ["parameters"]
-    cells = [
-        params,
-        code("from IPython.display import Markdown, display\n"
-             "from mmresearch.report import finding, in_percent, load_sweep, md_code, md_text, metric_table, read_sweep, show_figure\n"
-             "info = read_sweep(sweep_dir)\n"
-             "runs, metrics = load_sweep(sweep_dir)\n"
-             "by = [k for k in info.get('grid_keys', []) if k in metrics.columns and metrics[k].nunique() > 1]\n"
-             "headline = info.get('headline') or (metrics['metric'].iloc[0] if len(metrics) else None)\n"
-             "found = finding(sweep_dir)\n"
-             "display(Markdown(f\"# {md_code(info['name'])}: {md_text(found.title) if found else 'summary'}\"))\n"
-             "if found:\n"
-             "    show_figure(found.fig, found.alt)\n"
-             "    display(Markdown(md_text(' '.join(found.sentences))))\n"
-             "    display(found.table)\n"
-             "elif headline is not None and len(metrics):\n"
-             "    display(Markdown(f'No run has a value of {md_text(headline)} (missing or NaN in every run), so there is no figure.'))\n"
-             "else:\n"
-             "    display(Markdown('No run finished, so there is nothing to compare yet.'))"),
-        md("## The sweep"),
-        code("display(Markdown(f\"{md_text(info.get('description', ''))}\\n\\nNotebook {md_code(info.get('notebook'))}, {len(runs)} runs: \"\n"
-             "                 + ', '.join(f'{n} {md_text(s)}' for s, n in runs['status'].value_counts().items()) + '.'))\n"
-             "runs.set_index('run')"),
-        md("## Metrics by condition\n\nEach table gives the point estimate, its 95% confidence interval and the number of samples; "
-           "rates are in %, scores (AUROC, correlations, lengths) on their own scale; `overall` marks the row over all groups."),
-        code("shown = in_percent(metrics)\n"
-             "for metric in shown['metric'].unique():\n"
-             "    display(Markdown(f'### {md_text(metric)}'))\n"
-             "    display(metric_table(shown, metric, by))"),
-    ]
-    nb = nbformat.v4.new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"display_name": "python3", "language": "python", "name": "python3"}
-    return nb
+def generic_summary_path() -> Path:
+    "The generic sweep summary notebook, `nbs/experiments/generic_summary.ipynb` in the project that holds the package."
+    import mmresearch
+    path = Path(mmresearch.__file__).resolve().parent.parent/"nbs"/"experiments"/"generic_summary.ipynb"
+    if not path.exists(): raise FileNotFoundError(f"the generic summary notebook is not at {path}; sweeps run from a checkout of the project")
+    return path
 
 
 # %% ../nbs/21_report.ipynb #ea5e92ca
 def render_summary(sweep_dir: str | Path, # the sweep's report folder
-                   notebook: str | Path | None = None, # a study's own summary notebook; default `summary_notebook()`
+                   notebook: str | Path | None = None, # a study's own summary notebook; default `generic_summary_path()`
                    cwd: str | Path | None = None) -> Path: # where the summary kernel runs
     "Execute the summary notebook into `summary.ipynb` and render `summary.html`; returns the HTML path."
     import nbformat
     import papermill as pm
     sweep_dir = Path(sweep_dir).resolve()
     out = sweep_dir/"summary.ipynb"
-    if notebook is None: nbformat.write(summary_notebook(), out); notebook = out
-    pm.execute_notebook(str(notebook), str(out), parameters={"sweep_dir": str(sweep_dir)}, progress_bar=False,
+    pm.execute_notebook(str(notebook or generic_summary_path()), str(out), parameters={"sweep_dir": str(sweep_dir)}, progress_bar=False,
                         cwd=str(cwd or sweep_dir), kernel_name="python3", extra_arguments=QUIET_KERNEL)
     info = read_sweep(sweep_dir)
     write_finding(sweep_dir)

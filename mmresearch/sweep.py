@@ -26,8 +26,8 @@ import yaml
 
 from .cache import project_root
 from .core import canonical_json, stable_hash
-from .report import (MANIFEST, QUIET_KERNEL, SWEEP_FILE, read_manifest, read_sweep, render_index, render_run,
-                               render_summary, write_json)
+from .report import (MANIFEST, QUIET_KERNEL, SWEEP_FILE, generic_summary_path, read_manifest, read_sweep,
+                               render_index, render_run, render_summary, write_json)
 
 # %% auto #0
 __all__ = ['SPEC_KEYS', 'RESERVED', 'MAX_FAILED_SHARE', 'OUTPUTS', 'LOCK_FILE', 'PACKAGES', 'EXECUTORS', 'SweepSpec',
@@ -517,7 +517,7 @@ def _write_sweep_and_summary(spec: SweepSpec, sweep_dir: Path, runs: list[RunRes
     "Write sweep.json and (when its inputs changed) the summary; returns the summary's error, if any."
     done = {"ok": "ok", "skipped": "ok"}  # a skipped run's outputs are those of the run that made them
     summary_fp = stable_hash([[r.run, done.get(r.status, r.status), fps[r.run]] for r in runs]
-                             + [code, notebook_hash(spec.summary) if spec.summary else None])
+                             + [code, notebook_hash(spec.summary or generic_summary_path())])
     old = _old_sweep(sweep_dir)
     info = {"name": spec.name, "description": spec.description, "params_file": base["params_file"], "notebook": base["notebook"],
             "headline": spec.headline, "grid_keys": list(dict.fromkeys(k for c in runs for k in c.grid)),

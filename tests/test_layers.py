@@ -77,3 +77,12 @@ def test_parsing_does_not_import_cache():
 @pytest.mark.parametrize("low", ["core", "generation"])
 def test_low_layers_import_no_backend(low):
     assert graph()[low] <= {"core"}
+
+
+def test_training_module_stays_off_the_run_path():
+    "tiny imports torch and transformers at top level (~4 s); only the training code may depend on it."
+    g = graph()
+    def reaches(m, seen):
+        for d in g[m] - seen: seen.add(d); reaches(d, seen)
+        return seen
+    assert {m for m in MODULES if "tiny" in reaches(m, set())} <= {"hal_evaluator"}
