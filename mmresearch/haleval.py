@@ -12,7 +12,7 @@ import pandas as pd
 
 from .cache import CachedModel
 from .core import Request, Sample, read_jsonl, stable_hash, user
-from .metrics import binary_report, probability_report, wide_table
+from .metrics import metrics_by, probability_report, wide_table
 from .generation import yes_probabilities
 from .parsing import parse_answers
 from .registry import scorer
@@ -107,18 +107,8 @@ def disc_metrics(rows: pd.DataFrame, # output of `run_discriminative` (several c
                  n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     "Tidy metrics table per group: metric, value, ci_low, ci_high, n, n_clusters, cluster (what is resampled), call_errors."
     by = [c for c in ("prompt_variant", "cot", "policy") if c in rows.columns] + list(by)
-    paired = pair_rows(rows)
-    paired = pd.concat([paired.assign(pair_type="all"), paired], ignore_index=True)  # "all": every balanced pair pooled
-    out = []
-    for key, g in paired.groupby(by, sort=True):
-        ok = g[g.error.isna()]
-        t = binary_report(ok, label="label", pred="pred", parse_ok="parse_ok", n_boot=n_boot, seed=seed,
-                          cluster="sample_id")
-        for col, v in zip(by, key): t[col] = v
-        t["cluster"], t["call_errors"] = "sample_id", int(g.error.notna().sum())
-        out.append(t)
-    cols = by + ["metric", "value", "ci_low", "ci_high", "n", "n_clusters", "cluster", "call_errors"]
-    return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
+    return metrics_by(pair_rows(rows), by, pooled="pair_type" if "pair_type" in by else None,  # "all": every balanced pair pooled
+                      cluster="sample_id", n_boot=n_boot, seed=seed)
 
 def metrics_wide(table: pd.DataFrame, index: Sequence[str] = ("domain", "pair_type"), digits: int = 1) -> pd.DataFrame:
     "The paper's layout: one row per condition and group, one column per metric, each cell 'value [low, high]'."

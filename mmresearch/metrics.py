@@ -209,21 +209,44 @@ def binary_report(df: pd.DataFrame, # one row per sample
     return out
 
 # %% ../nbs/11_metrics.ipynb #24d0c90a
-def metrics_by(df: pd.DataFrame, # one row per sample
+def _other_class(values) -> np.ndarray:
+    "yes <-> no, missing kept missing: scoring 'no' as the positive class."
+    codes = yes_no_codes(values, allow_missing=True)
+    return np.where(codes < 0, None, np.where(codes == 1, "no", "yes"))
+
+def metrics_by(df: pd.DataFrame, # one row per question
                by: str | Sequence[str], # group columns
-               report: Callable[..., pd.DataFrame] = binary_report, # rows -> tidy table
-               **kwargs # passed to `report` (column names, n_boot, seed, level)
-              ) -> pd.DataFrame:
-    "`report` for each group of `df`, stacked into one tidy table with the group columns first."
+               pooled: str | None = None, # a group column whose values are also pooled, in a first row "all" per group
+               positive: str = "yes", # the positive class: "yes", or "no" (its share is then `no_ratio`)
+               label: str = "label", pred: str = "pred", parse_ok: str | None = "parse_ok", # column names
+               error: str | None = "error", # column of call errors: those rows are counted in `call_errors`, not scored
+               cluster: str | None = None, # column whose rows are resampled together; None: each row alone
+               n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    "`binary_report` per group, group columns first: metric, value, ci_low, ci_high, n, n_clusters, cluster, call_errors."
     by = [by] if isinstance(by, str) else list(by)
-    missing = [c for c in by if c not in df.columns]
-    if missing: raise KeyError(f"metrics_by: no group column(s) {missing} (columns: {list(df.columns)})")
-    parts = []
+    missing = [c for c in by + [label, pred] + ([error] if error else []) if c not in df.columns]
+    if missing: raise KeyError(f"metrics_by: no column(s) {missing} (columns: {list(df.columns)})")
+    if positive not in ("yes", "no"): raise ValueError(f"metrics_by: positive must be 'yes' or 'no', got {positive!r}")
+    if pooled is not None and pooled not in by: raise ValueError(f"metrics_by: pooled column {pooled!r} is not among by {by}")
+    if pooled is not None: df = pd.concat([df.assign(**{pooled: "all"}), df], ignore_index=True)
+    groups, first_seen = [], {}
     for key, g in df.groupby(by, sort=True, dropna=False):
-        t = report(g, **kwargs)
+        key = key if isinstance(key, tuple) else (key,)
+        rest = tuple(v for c, v in zip(by, key) if c != pooled)
+        groups.append((first_seen.setdefault(rest, len(first_seen)), pooled is not None and key[by.index(pooled)] != "all", key, g))
+    parts = []
+    for *_, key, g in sorted(groups, key=lambda t: t[:2]):     # stable: the pooled row first in its group
+        failed = g[error].notna() if error else pd.Series(False, index=g.index)
+        ok = g[~failed]
+        if positive == "no": ok = ok.assign(**{label: _other_class(ok[label]), pred: _other_class(ok[pred])})
+        t = binary_report(ok, label, pred, parse_ok, n_boot, seed, level, cluster)
+        if positive == "no": t["metric"] = t.metric.replace({"yes_ratio": "no_ratio"})
         for col, v in zip(by, key): t[col] = v
-        parts.append(t[by + [c for c in t.columns if c not in by]])
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=by + ["metric", "value", "ci_low", "ci_high", "n"])
+        t["n_clusters"], t["cluster"] = (t.n_clusters, cluster) if cluster else (len(ok), "row")
+        t["call_errors"] = int(failed.sum())
+        parts.append(t)
+    cols = by + ["metric", "value", "ci_low", "ci_high", "n", "n_clusters", "cluster", "call_errors"]
+    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
 
 # %% ../nbs/11_metrics.ipynb #62342abe
 def wide_table(table: pd.DataFrame, # a tidy table: group columns, metric, value, ci_low, ci_high

@@ -17,7 +17,7 @@ import pandas as pd
 from .cache import CachedModel
 from .core import Request, Sample, stable_hash, user
 from .datasets import pope_split_from_name, read_json_records
-from .metrics import binary_report, probability_report, wide_table
+from .metrics import binary_report, metrics_by, probability_report, wide_table
 from .generation import yes_probabilities
 from .parsing import PARSERS, parse_answers
 from .registry import scorer
@@ -172,16 +172,8 @@ def pope_metrics(rows: pd.DataFrame, # output of `run_pope` (several runs may be
     by = list(by)
     missing = [c for c in by + ["label", "parsed", "error"] if c not in rows.columns]
     if missing: raise KeyError(f"pope_metrics: rows have no column(s) {missing}")
-    out = []
-    for key, g in rows.groupby(by, sort=True, dropna=False):
-        t = binary_report(g[g.error.isna()], label="label", pred="parsed", parse_ok="parse_ok", n_boot=n_boot, seed=seed, level=level,
-                          cluster=cluster)
-        for col, v in zip(by, key if isinstance(key, tuple) else (key,)): t[col] = v
-        t["n_clusters"], t["cluster"] = (t.n_clusters, cluster) if cluster else (int(g.error.isna().sum()), "question")
-        t["call_errors"] = int(g.error.notna().sum())
-        out.append(t)
-    cols = by + ["metric", "value", "ci_low", "ci_high", "n", "n_clusters", "cluster", "call_errors"]
-    return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
+    table = metrics_by(rows, by, pred="parsed", cluster=cluster, n_boot=n_boot, seed=seed, level=level)
+    return table.assign(cluster=table.cluster.replace({"row": "question"}))
 
 def pope_wide(table: pd.DataFrame, index: Sequence[str] = ("split",), digits: int = 1) -> pd.DataFrame:
     "POPE's layout: one row per split (or other group), one column per metric, each cell 'value [low, high]'."
