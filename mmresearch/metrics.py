@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from typing import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
