@@ -22,6 +22,8 @@ from datetime import timezone
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterator, Protocol, Sequence, runtime_checkable
 
+from fastcore.basics import patch
+
 from .core import (ImageDecodeError, ImageRef, Message, Request, Response, option_variants, redact,
                              register_secret_env, stable_hash)
 from .blind import BlindModel
@@ -378,7 +380,7 @@ class DecodeBatch:
 CONTINUOUS_FAMILIES = {family: ("llama", "mistral", "qwen2")
                        for family in ("llava", "llava_next", "llava_onevision", "idefics3", "smolvlm", "internvl")}
 
-# %% ../nbs/02_models.ipynb #6046d0ef
+# %% ../nbs/02_models.ipynb #999e106c
 class HFModel:
     "A local transformers vision-language model (`AutoModelForImageTextToText`), batched, greedy by default."
     def __init__(self,
@@ -447,138 +449,151 @@ class HFModel:
         cfg = self.load()[1].config
         return cfg.text_config.model_type in CONTINUOUS_FAMILIES.get(cfg.model_type, ())
 
-    def _conversation(self, r: Request) -> tuple[list[dict], list]:
-        conv, images = [], []
-        for m in r.messages:
-            parts = []
-            for p in m.content:
-                if isinstance(p, str): parts.append({"type": "text", "text": p})
-                else: parts.append({"type": "image"}); images.append(p.load())
-            conv.append({"role": m.role, "content": parts})
-        return conv, images
+# %% ../nbs/02_models.ipynb #22254cea
+@patch
+def _conversation(self: HFModel, r: Request) -> tuple[list[dict], list]:
+    conv, images = [], []
+    for m in r.messages:
+        parts = []
+        for p in m.content:
+            if isinstance(p, str): parts.append({"type": "text", "text": p})
+            else: parts.append({"type": "image"}); images.append(p.load())
+        conv.append({"role": m.role, "content": parts})
+    return conv, images
 
-    def _prompt(self, r: Request) -> tuple[str, list]:
-        "A request's prompt and images: the chat template's rendering, or without a template (PaliGemma) the plain text."
-        proc = self.load()[0]
-        conv, images = self._conversation(r)
-        template = proc.chat_template or getattr(proc.tokenizer, "chat_template", None)  # older checkpoints: the tokenizer's
-        if template is None:   # the processor writes the family's own format (PaliGemma: BOS, newline)
-            return getattr(proc, "image_token", "") * len(images) + "\n".join(m.text for m in r.messages if m.text), images
-        return proc.apply_chat_template(conv, chat_template=template, add_generation_prompt=True, tokenize=False), images
+@patch
+def _prompt(self: HFModel, r: Request) -> tuple[str, list]:
+    "A request's prompt and images: the chat template's rendering, or without a template (PaliGemma) the plain text."
+    proc = self.load()[0]
+    conv, images = self._conversation(r)
+    template = proc.chat_template or getattr(proc.tokenizer, "chat_template", None)  # older checkpoints: the tokenizer's
+    if template is None:   # the processor writes the family's own format (PaliGemma: BOS, newline)
+        return getattr(proc, "image_token", "") * len(images) + "\n".join(m.text for m in r.messages if m.text), images
+    return proc.apply_chat_template(conv, chat_template=template, add_generation_prompt=True, tokenize=False), images
 
-    def _prompts(self, reqs: list[Request], out: list) -> list[tuple[int, str, list]]:
-        "(index, prompt, images) of each request whose prompt could be built; the others get a failed `Response` in `out`."
-        live = []
-        for j, r in enumerate(reqs):
-            try: live.append((j, *self._prompt(r)))
-            except ImageDecodeError as e: out[j] = Response.failed("bad_request", str(e)); continue
-            except Exception as e: out[j] = Response.failed("model", f"prompt: {type(e).__name__}: {e}"); continue
-            try: self._option_ids(r.score_options)
-            except ValueError as e: out[j] = Response.failed("unsupported", str(e)); live.pop()
-        return live
+@patch
+def _prompts(self: HFModel, reqs: list[Request], out: list) -> list[tuple[int, str, list]]:
+    "(index, prompt, images) of each request whose prompt could be built; the others get a failed `Response` in `out`."
+    live = []
+    for j, r in enumerate(reqs):
+        try: live.append((j, *self._prompt(r)))
+        except ImageDecodeError as e: out[j] = Response.failed("bad_request", str(e)); continue
+        except Exception as e: out[j] = Response.failed("model", f"prompt: {type(e).__name__}: {e}"); continue
+        try: self._option_ids(r.score_options)
+        except ValueError as e: out[j] = Response.failed("unsupported", str(e)); live.pop()
+    return live
 
-    def _option_ids(self, options: tuple[str, ...]) -> dict[str, list[int]]:
-        "Token ids that begin each option's spellings (`option_variants`); an option with none, or one shared, is an error."
-        tok, ids, owner = self.load()[0].tokenizer, {}, {}
-        for o in options:
-            found = set()
-            for v in option_variants(o):
-                enc = tok.encode(v, add_special_tokens=False)
-                piece = tok.decode(enc[:1]).strip().lower() if enc else ""
-                # a bare-space piece (SentencePiece's "▁") or <unk> is not the option's start
-                if piece and enc[0] != tok.unk_token_id and v.strip().lower().startswith(piece): found.add(enc[0])
-            if not found: raise ValueError(f"option {o!r} has no first token in the vocabulary of {self.fingerprint}")
-            for t in found:
-                if owner.setdefault(t, o) != o:
-                    raise ValueError(f"options {owner[t]!r} and {o!r} begin with the same token {tok.decode([t])!r}: their probabilities cannot be told apart")
-            ids[o] = sorted(found)
-        return ids
+# %% ../nbs/02_models.ipynb #1592a183
+@patch
+def _option_ids(self: HFModel, options: tuple[str, ...]) -> dict[str, list[int]]:
+    "Token ids that begin each option's spellings (`option_variants`); an option with none, or one shared, is an error."
+    tok, ids, owner = self.load()[0].tokenizer, {}, {}
+    for o in options:
+        found = set()
+        for v in option_variants(o):
+            enc = tok.encode(v, add_special_tokens=False)
+            piece = tok.decode(enc[:1]).strip().lower() if enc else ""
+            # a bare-space piece (SentencePiece's "▁") or <unk> is not the option's start
+            if piece and enc[0] != tok.unk_token_id and v.strip().lower().startswith(piece): found.add(enc[0])
+        if not found: raise ValueError(f"option {o!r} has no first token in the vocabulary of {self.fingerprint}")
+        for t in found:
+            if owner.setdefault(t, o) != o:
+                raise ValueError(f"options {owner[t]!r} and {o!r} begin with the same token {tok.decode([t])!r}: their probabilities cannot be told apart")
+        ids[o] = sorted(found)
+    return ids
 
-    def _option_probs(self, r: Request, logits) -> dict[str, float] | None:
-        "First-token probability of each score option of `r` (its spellings summed), from the first step's logits."
-        if not r.score_options: return None
-        probs = logits.float().softmax(-1)
-        return {o: float(probs[ids].sum()) for o, ids in self._option_ids(r.score_options).items()}
+@patch
+def _option_probs(self: HFModel, r: Request, logits) -> dict[str, float] | None:
+    "First-token probability of each score option of `r` (its spellings summed), from the first step's logits."
+    if not r.score_options: return None
+    probs = logits.float().softmax(-1)
+    return {o: float(probs[ids].sum()) for o, ids in self._option_ids(r.score_options).items()}
 
-    def _encode(self, group: list[tuple[int, str, list]]):
-        "Processor inputs for a group of (index, prompt, images): one image list per prompt, no BOS added to a prompt that has one."
-        proc = self.load()[0]
-        texts, images = [t for _, t, _ in group], [imgs for *_, imgs in group]
-        bos = proc.tokenizer.bos_token
-        written = bool(bos) and all(t.startswith(bos) for t in texts)   # the chat template wrote BOS (Gemma 3, Llama 3)
-        return proc(text=texts, images=images if any(images) else None, padding=True, add_special_tokens=not written,
-                    return_tensors="pt").to(self.device)
+# %% ../nbs/02_models.ipynb #3a5c425c
+@patch
+def _encode(self: HFModel, group: list[tuple[int, str, list]]):
+    "Processor inputs for a group of (index, prompt, images): one image list per prompt, no BOS added to a prompt that has one."
+    proc = self.load()[0]
+    texts, images = [t for _, t, _ in group], [imgs for *_, imgs in group]
+    bos = proc.tokenizer.bos_token
+    written = bool(bos) and all(t.startswith(bos) for t in texts)   # the chat template wrote BOS (Gemma 3, Llama 3)
+    return proc(text=texts, images=images if any(images) else None, padding=True, add_special_tokens=not written,
+                return_tensors="pt").to(self.device)
 
-    def _generate_batch(self, reqs: list[Request]) -> list[Response]:
-        import torch
-        proc, model = self.load()
-        out: list[Response | None] = [None] * len(reqs)
-        group = self._prompts(reqs, out)
-        if not group: return out
-        live = [j for j, *_ in group]
-        r0 = reqs[live[0]]
-        t0 = time.perf_counter()
-        try:
-            enc = self._encode(group)
-            kw = dict(max_new_tokens=r0.max_new_tokens, do_sample=r0.sampling, pad_token_id=proc.tokenizer.pad_token_id,
-                      return_dict_in_generate=True, output_logits=any(reqs[j].score_options for j in live))
-            if r0.sampling: kw.update(temperature=r0.temperature, top_p=r0.top_p); torch.manual_seed(r0.seed if r0.seed is not None else 0)
-            with torch.inference_mode(): gen = model.generate(**enc, **kw)
-        except Exception as e:
-            for j in live: out[j] = Response.failed("model", f"{type(e).__name__}: {e}")
-            return out
-        latency = (time.perf_counter() - t0) / len(live)
-        new = gen.sequences[:, enc["input_ids"].shape[1]:]
-        eos = set(as_list(model.generation_config.eos_token_id)) | {proc.tokenizer.eos_token_id}
-        for row, j in enumerate(live):
-            ids = new[row].tolist()
-            n = next((k for k, t in enumerate(ids) if t in eos or t == proc.tokenizer.pad_token_id), len(ids))
-            text = proc.tokenizer.decode(ids[:n], skip_special_tokens=True).strip()
-            text, stopped = cut_at_stop(text, reqs[j].stop)
-            out[j] = Response(text, prompt_tokens=int(enc["attention_mask"][row].sum()), completion_tokens=n,
-                              latency_s=latency, finish_reason="stop" if stopped or n < len(ids) else "length",
-                              option_probs=self._option_probs(reqs[j], gen.logits[0][row]) if gen.logits else None)
-        return out
-
-    def _generate_greedy(self, reqs: list[Request]) -> list[Response]:
-        "Greedy answers by continuous batching: a finished row frees its place for the next waiting request at once."
-        import torch
-        proc, model = self.load()
-        out: list[Response | None] = [None] * len(reqs)
-        waiting = self._prompts(reqs, out)
-        batch = DecodeBatch()
-        stop_ids = set(as_list(model.generation_config.eos_token_id)) | {proc.tokenizer.eos_token_id, proc.tokenizer.pad_token_id}
-        with torch.inference_mode():
-            while waiting or batch.rows:
-                free = self.batch_size - len(batch.rows)   # refill once half the batch is free: a prompt pass costs ~2 steps
-                group, waiting = (waiting[:free], waiting[free:]) if waiting and free >= max(1, self.batch_size // 2) else ([], waiting)
-                try:
-                    if group: self._prefill(group, reqs, batch)
-                    else: batch.step(model)
-                except Exception as e:   # the rows concerned fail; the others and the waiting requests go on
-                    for j in [j for j, *_ in group] or [row.index for row in batch.rows]:
-                        out[j] = Response.failed("model", f"{type(e).__name__}: {e}")
-                    if not group: batch = DecodeBatch()
-                    continue
-                for row in batch.finish(stop_ids, new=len(group) if group else None):
-                    text, cut = cut_at_stop(proc.tokenizer.decode(row.ids, skip_special_tokens=True).strip(), reqs[row.index].stop)
-                    out[row.index] = Response(text, prompt_tokens=row.prompt_tokens, completion_tokens=len(row.ids),
-                                              latency_s=time.perf_counter() - row.started,
-                                              finish_reason="stop" if row.stopped or cut else "length", option_probs=row.option_probs)
-        return out
-
-    def _prefill(self, group: list[tuple], reqs: list[Request], batch: DecodeBatch) -> None:
-        "Run the prompts of `group` (request index, prompt text, images) and add them to `batch` with their first token."
-        from transformers import DynamicCache
-        model = self.load()[1]
-        t0 = time.perf_counter()
+@patch
+def _generate_batch(self: HFModel, reqs: list[Request]) -> list[Response]:
+    import torch
+    proc, model = self.load()
+    out: list[Response | None] = [None] * len(reqs)
+    group = self._prompts(reqs, out)
+    if not group: return out
+    live = [j for j, *_ in group]
+    r0 = reqs[live[0]]
+    t0 = time.perf_counter()
+    try:
         enc = self._encode(group)
-        mask, cache = enc["attention_mask"], DynamicCache()
-        logits = model(**enc, position_ids=(mask.cumsum(-1) - 1).clamp(min=0), past_key_values=cache, use_cache=True,
-                       logits_to_keep=1).logits
-        rows = [DecodeRow(j, reqs[j].max_new_tokens, int(mask[r].sum()), t0, option_probs=self._option_probs(reqs[j], logits[r, -1]))
-                for r, (j, *_) in enumerate(group)]
-        batch.add(rows, cache, mask, logits[:, -1].argmax(-1))
+        kw = dict(max_new_tokens=r0.max_new_tokens, do_sample=r0.sampling, pad_token_id=proc.tokenizer.pad_token_id,
+                  return_dict_in_generate=True, output_logits=any(reqs[j].score_options for j in live))
+        if r0.sampling: kw.update(temperature=r0.temperature, top_p=r0.top_p); torch.manual_seed(r0.seed if r0.seed is not None else 0)
+        with torch.inference_mode(): gen = model.generate(**enc, **kw)
+    except Exception as e:
+        for j in live: out[j] = Response.failed("model", f"{type(e).__name__}: {e}")
+        return out
+    latency = (time.perf_counter() - t0) / len(live)
+    new = gen.sequences[:, enc["input_ids"].shape[1]:]
+    eos = set(as_list(model.generation_config.eos_token_id)) | {proc.tokenizer.eos_token_id}
+    for row, j in enumerate(live):
+        ids = new[row].tolist()
+        n = next((k for k, t in enumerate(ids) if t in eos or t == proc.tokenizer.pad_token_id), len(ids))
+        text = proc.tokenizer.decode(ids[:n], skip_special_tokens=True).strip()
+        text, stopped = cut_at_stop(text, reqs[j].stop)
+        out[j] = Response(text, prompt_tokens=int(enc["attention_mask"][row].sum()), completion_tokens=n,
+                          latency_s=latency, finish_reason="stop" if stopped or n < len(ids) else "length",
+                          option_probs=self._option_probs(reqs[j], gen.logits[0][row]) if gen.logits else None)
+    return out
+
+# %% ../nbs/02_models.ipynb #90d415c3
+@patch
+def _generate_greedy(self: HFModel, reqs: list[Request]) -> list[Response]:
+    "Greedy answers by continuous batching: a finished row frees its place for the next waiting request at once."
+    import torch
+    proc, model = self.load()
+    out: list[Response | None] = [None] * len(reqs)
+    waiting = self._prompts(reqs, out)
+    batch = DecodeBatch()
+    stop_ids = set(as_list(model.generation_config.eos_token_id)) | {proc.tokenizer.eos_token_id, proc.tokenizer.pad_token_id}
+    with torch.inference_mode():
+        while waiting or batch.rows:
+            free = self.batch_size - len(batch.rows)   # refill once half the batch is free: a prompt pass costs ~2 steps
+            group, waiting = (waiting[:free], waiting[free:]) if waiting and free >= max(1, self.batch_size // 2) else ([], waiting)
+            try:
+                if group: self._prefill(group, reqs, batch)
+                else: batch.step(model)
+            except Exception as e:   # the rows concerned fail; the others and the waiting requests go on
+                for j in [j for j, *_ in group] or [row.index for row in batch.rows]:
+                    out[j] = Response.failed("model", f"{type(e).__name__}: {e}")
+                if not group: batch = DecodeBatch()
+                continue
+            for row in batch.finish(stop_ids, new=len(group) if group else None):
+                text, cut = cut_at_stop(proc.tokenizer.decode(row.ids, skip_special_tokens=True).strip(), reqs[row.index].stop)
+                out[row.index] = Response(text, prompt_tokens=row.prompt_tokens, completion_tokens=len(row.ids),
+                                          latency_s=time.perf_counter() - row.started,
+                                          finish_reason="stop" if row.stopped or cut else "length", option_probs=row.option_probs)
+    return out
+
+@patch
+def _prefill(self: HFModel, group: list[tuple], reqs: list[Request], batch: DecodeBatch) -> None:
+    "Run the prompts of `group` (request index, prompt text, images) and add them to `batch` with their first token."
+    from transformers import DynamicCache
+    model = self.load()[1]
+    t0 = time.perf_counter()
+    enc = self._encode(group)
+    mask, cache = enc["attention_mask"], DynamicCache()
+    logits = model(**enc, position_ids=(mask.cumsum(-1) - 1).clamp(min=0), past_key_values=cache, use_cache=True,
+                   logits_to_keep=1).logits
+    rows = [DecodeRow(j, reqs[j].max_new_tokens, int(mask[r].sum()), t0, option_probs=self._option_probs(reqs[j], logits[r, -1]))
+            for r, (j, *_) in enumerate(group)]
+    batch.add(rows, cache, mask, logits[:, -1].argmax(-1))
 
 # %% ../nbs/02_models.ipynb #b9cd9104
 def tiny_model_path(name: str = "tiny-llava") -> Path:
