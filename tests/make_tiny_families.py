@@ -185,27 +185,28 @@ def _idefics_tokenizer(bos: str, eos: str):
                           extra={"image_token": "<image>", "fake_image_token": "<fake_token_around_image>",
                                  "global_image_token": "<global-img>", "end_of_utterance_token": "<end_of_utterance>"})
 
+def _idefics_family(folder: Path, config_cls, model_cls, processor_cls, image_processor_cls, bos: str, eos: str,
+                    template: str, *video: str) -> Path:
+    "Idefics3 and SmolVLM share one layout: a Llama decoder, a SigLIP tower, pixel shuffle and image-row tokens."
+    tok = _idefics_tokenizer(bos, eos)
+    model = _seeded(config_cls, model_cls, text_config={"model_type": "llama", **llama_text(tok)},
+                    vision_config=siglip_vision(32, 8), image_token_id=tok.convert_tokens_to_ids("<image>"), scale_factor=2)
+    image_processor = image_processor_cls(size={"longest_edge": 32}, max_image_size={"longest_edge": 32},
+                                          do_image_splitting=False)
+    proc = processor_cls(image_processor=image_processor, tokenizer=tok, chat_template=template, image_seq_len=4)
+    return _save(folder, model, proc, *video)
+
 def idefics3(folder: Path) -> Path:
     import transformers as T
     from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
-    tok = _idefics_tokenizer("<|begin_of_text|>", "<|end_of_text|>")
-    model = _seeded(T.Idefics3Config, T.Idefics3ForConditionalGeneration, text_config={"model_type": "llama", **llama_text(tok)},
-                    vision_config=siglip_vision(32, 8), image_token_id=tok.convert_tokens_to_ids("<image>"), scale_factor=2)
-    image_processor = Idefics3ImageProcessorPil(size={"longest_edge": 32}, max_image_size={"longest_edge": 32},
-                                                do_image_splitting=False)
-    proc = T.Idefics3Processor(image_processor=image_processor, tokenizer=tok, chat_template=IDEFICS3, image_seq_len=4)
-    return _save(folder, model, proc)
+    return _idefics_family(folder, T.Idefics3Config, T.Idefics3ForConditionalGeneration, T.Idefics3Processor,
+                           Idefics3ImageProcessorPil, "<|begin_of_text|>", "<|end_of_text|>", IDEFICS3)
 
 def smolvlm2(folder: Path) -> Path:
     import transformers as T
     from transformers.models.smolvlm.image_processing_pil_smolvlm import SmolVLMImageProcessorPil
-    tok = _idefics_tokenizer("<|im_start|>", "<end_of_utterance>")
-    model = _seeded(T.SmolVLMConfig, T.SmolVLMForConditionalGeneration, text_config={"model_type": "llama", **llama_text(tok)},
-                    vision_config=siglip_vision(32, 8), image_token_id=tok.convert_tokens_to_ids("<image>"), scale_factor=2)
-    image_processor = SmolVLMImageProcessorPil(size={"longest_edge": 32}, max_image_size={"longest_edge": 32},
-                                               do_image_splitting=False)
-    proc = _image_only(T.SmolVLMProcessor)(image_processor=image_processor, tokenizer=tok, chat_template=SMOLVLM, image_seq_len=4)
-    return _save(folder, model, proc, "SmolVLMVideoProcessor")
+    return _idefics_family(folder, T.SmolVLMConfig, T.SmolVLMForConditionalGeneration, _image_only(T.SmolVLMProcessor),
+                           SmolVLMImageProcessorPil, "<|im_start|>", "<end_of_utterance>", SMOLVLM, "SmolVLMVideoProcessor")
 
 def gemma3(folder: Path) -> Path:
     import transformers as T
