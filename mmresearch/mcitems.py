@@ -16,7 +16,7 @@ from .core import Request, Sample, stable_hash
 from .datasets import EASYVQA_COLORS, EASYVQA_SHAPES, easyvqa_facts, load_domain
 from .mmbench import MCItem, items_from_facts
 from .models import ScriptedModel
-from .scenes import CATEGORIES, COLORS, RELATIONS, SIZES, TEXTURES, Scene, regions, relation_holds
+from .scenes import CATEGORIES, COLORS, RELATION_PHRASE, RELATIONS, SIZES, TEXTURES, Scene, regions, relation_holds
 
 # %% auto #0
 __all__ = ['KINDS', 'DOMAIN_KINDS', 'REL_OPTION', 'REGION_OPTION', 'COUNT_OPTIONS', 'STILL', 'EASYVQA_SHAPE_POOL', 'object_ref',
@@ -26,8 +26,7 @@ __all__ = ['KINDS', 'DOMAIN_KINDS', 'REL_OPTION', 'REGION_OPTION', 'COUNT_OPTION
 KINDS = ("colour", "shape", "count", "relation", "event")
 DOMAIN_KINDS = {"in_domain": KINDS, "easyvqa": ("colour", "shape")}  # easy-VQA knows one shape and one colour per image
 
-REL_OPTION = {"left_of": "to the left of it", "right_of": "to the right of it", "above": "above it", "below": "below it",
-              "on": "on top of it", "next_to": "next to it"}
+REL_OPTION = {r: f"{RELATION_PHRASE[r]} it" for r in RELATIONS}
 REGION_OPTION = {"left": "on the left", "right": "on the right", "top": "at the top", "bottom": "at the bottom",
                  "middle": "in the middle"}
 COUNT_OPTIONS = tuple(str(k) for k in range(6))   # scenes hold at most 3 objects by default

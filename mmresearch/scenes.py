@@ -21,12 +21,12 @@ from .core import ImageRef, Sample
 
 # %% auto #0
 __all__ = ['CATEGORIES', 'COLORS', 'SIZES', 'TEXTURES', 'ATTRIBUTES', 'RELATIONS', 'REGIONS', 'EVENTS', 'HAL_TYPES',
-           'NUMBER_WORDS', 'RADIUS', 'Part', 'QUESTION_TEXT', 'REJECT_REASONS', 'SPLITS', 'SceneConfig', 'SceneObject',
-           'Event', 'relation_holds', 'regions', 'Scene', 'generate_scene', 'shape_mask', 'render', 'Slot', 'realize',
-           'Caption', 'short_caption', 'long_caption', 'Mention', 'Claim', 'extract_claims', 'verify_claim', 'Verdict',
-           'judge', 'hallucinated_types', 'vocabulary', 'grammar_issues', 'check_hallucination', 'Hallucination',
-           'hallucinate', 'add_true_sentence', 'scene_seed', 'caption_rng', 'scene_captions', 'make_sample',
-           'make_samples', 'length_rule', 'sample_objects', 'object_stats']
+           'NUMBER_WORDS', 'RADIUS', 'RELATION_PHRASE', 'OPPOSITE_OF', 'Part', 'QUESTION_TEXT', 'REJECT_REASONS',
+           'SPLITS', 'SceneConfig', 'SceneObject', 'Event', 'relation_holds', 'regions', 'Scene', 'generate_scene',
+           'shape_mask', 'render', 'Slot', 'realize', 'Caption', 'short_caption', 'long_caption', 'Mention', 'Claim',
+           'extract_claims', 'verify_claim', 'Verdict', 'judge', 'hallucinated_types', 'vocabulary', 'grammar_issues',
+           'check_hallucination', 'Hallucination', 'hallucinate', 'add_true_sentence', 'scene_seed', 'caption_rng',
+           'scene_captions', 'make_sample', 'make_samples', 'length_rule', 'sample_objects', 'object_stats']
 
 # %% ../nbs/03_scenes.ipynb #bff8bd74
 CATEGORIES = ("circle", "square", "triangle", "star", "house", "tree", "car")
@@ -41,6 +41,12 @@ EVENTS = ("chase", "fall", "collide")
 HAL_TYPES = ("object", "attribute", "relation", "event")
 NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 RADIUS = {"small": 0.13, "large": 0.2}  # as a fraction of the image side: >= 8 px at 64 px
+
+# %% ../nbs/03_scenes.ipynb #8f072ef2
+RELATION_PHRASE = {"left_of": "to the left of", "right_of": "to the right of", "above": "above", "below": "below",
+                   "on": "on top of", "next_to": "next to"}
+OPPOSITE_OF = {"left_of": "right_of", "right_of": "left_of", "above": "below", "below": "above", "on": "below",
+               "next_to": "above", "left": "right", "right": "left", "top": "bottom", "bottom": "top", "middle": "left"}
 
 # %% ../nbs/03_scenes.ipynb #faa21741
 @dataclass(frozen=True)
@@ -936,9 +942,6 @@ def _fact(scene, i: int, slot: Slot, j: int | None = None) -> str:
     "A true sentence: object i, the slot's phrase, and object j."
     return realize([*_ref(scene, i), "is", slot, *(_ref(scene, j) if j is not None else [])], False)
 
-_OPPOSITE = {"left_of": "right_of", "right_of": "left_of", "above": "below", "below": "above", "on": "below",
-             "next_to": "above", "left": "right", "right": "left", "top": "bottom", "bottom": "top", "middle": "left"}
-
 @functools.lru_cache(maxsize=1)
 def _phrase_prior() -> dict[tuple[str, str], float]:
     "How often short captions state each relation and region, over 2,000 train scenes (add-one smoothed)."
@@ -952,7 +955,7 @@ def _relation_edits(scene, cap, rng, append: bool = True):
     rng.shuffle(slots)
     for k, p in slots:
         pool = RELATIONS if p.kind == "rel" else REGIONS
-        if append: order = [_OPPOSITE[p.value]] + sorted(set(pool) - {p.value, _OPPOSITE[p.value]}, key=lambda _: rng.random())
+        if append: order = [OPPOSITE_OF[p.value]] + sorted(set(pool) - {p.value, OPPOSITE_OF[p.value]}, key=lambda _: rng.random())
         else:   # drawn as often as true captions state them, so a false phrase is no rarer a phrase than a true one
             prior = _phrase_prior()
             order = sorted(sorted(set(pool) - {p.value}), key=lambda v: -rng.random() ** (1 / prior[(p.kind, v)]))

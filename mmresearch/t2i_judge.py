@@ -25,7 +25,7 @@ from .cache import CachedModel
 from .core import ImageRef, Message, Request, Response, Sample, stable_hash, user
 from .datasets import IMAGE_SUFFIXES, DataFormatError
 from .metrics import auroc, correlation, mean_ci
-from .scenes import (CATEGORIES, COLORS, NUMBER_WORDS, SIZES, TEXTURES, Event, Scene, SceneObject,
+from .scenes import (CATEGORIES, COLORS, NUMBER_WORDS, OPPOSITE_OF, RELATION_PHRASE, SIZES, TEXTURES, Event, Scene, SceneObject,
                                relation_holds, render)
 
 # %% auto #0
@@ -55,10 +55,9 @@ def check_category(category: str, where: str = "") -> str:
     return category
 
 # %% ../nbs/15_t2i_judge.ipynb #cb0e03ec
-RELATION_PHRASES = {"left_of": "to the left of", "right_of": "to the right of", "above": "above", "below": "below",
-                    "in_front_of": "in front of", "behind": "behind"}
-OPPOSITE = {"left_of": "right_of", "right_of": "left_of", "above": "below", "below": "above",
-            "in_front_of": "behind", "behind": "in_front_of"}
+_PLANAR = ("left_of", "right_of", "above", "below")   # the scene world's tables, plus depth, which it does not draw
+RELATION_PHRASES = {r: RELATION_PHRASE[r] for r in _PLANAR} | {"in_front_of": "in front of", "behind": "behind"}
+OPPOSITE = {r: OPPOSITE_OF[r] for r in _PLANAR} | {"in_front_of": "behind", "behind": "in_front_of"}
 EVENT_PHRASES = {"chase": "chasing", "collide": "colliding with", "fall": "falling"}
 
 @dataclass(frozen=True)

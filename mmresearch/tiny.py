@@ -31,7 +31,7 @@ from .datasets import load_easyvqa
 from .haleval import PROMPTS, disc_question
 from .mmbench import HINT_LINE, MMBENCH_PROMPT, exact_letter, format_options
 from .parsing import final_yes_no
-from .scenes import (CATEGORIES, COLORS, HAL_TYPES, NUMBER_WORDS, SIZES, TEXTURES, SceneConfig, generate_scene,
+from .scenes import (CATEGORIES, COLORS, HAL_TYPES, NUMBER_WORDS, RELATION_PHRASE, SIZES, TEXTURES, SceneConfig, generate_scene,
                                hallucinate, judge, long_caption, relation_holds, render, scene_seed, shape_mask,
                                short_caption, vocabulary)
 
@@ -246,7 +246,7 @@ def _ex_size(scene, rng):
     return f"What texture does the {o.color} {o.category} have?", o.texture, o.texture
 
 # %% ../nbs/06_tiny.ipynb #587c63e1
-_REL_Q = {"left_of": "to the left of", "right_of": "to the right of", "above": "above", "below": "below"}
+_REL_Q = {r: RELATION_PHRASE[r] for r in ("left_of", "right_of", "above", "below")}   # the four the image shows directly
 
 def _ex_relation(scene, rng):
     a, b = rng.sample(scene.objects, 2)
