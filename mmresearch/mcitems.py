@@ -16,7 +16,7 @@ from .core import Request, Sample, stable_hash
 from .datasets import EASYVQA_COLORS, EASYVQA_SHAPES, easyvqa_facts, load_domain
 from .mmbench import MCItem, items_from_facts
 from .models import ScriptedModel
-from .scenes import CATEGORIES, COLORS, RELATION_PHRASE, RELATIONS, SIZES, TEXTURES, Scene, regions, relation_holds
+from .scenes import CATEGORIES, COLORS, REGION_PHRASE, RELATION_PHRASE, RELATIONS, SIZES, TEXTURES, Scene, regions, relation_holds
 
 # %% auto #0
 __all__ = ['KINDS', 'DOMAIN_KINDS', 'REL_OPTION', 'REGION_OPTION', 'COUNT_OPTIONS', 'STILL', 'EASYVQA_SHAPE_POOL', 'object_ref',
@@ -27,8 +27,7 @@ KINDS = ("colour", "shape", "count", "relation", "event")
 DOMAIN_KINDS = {"in_domain": KINDS, "easyvqa": ("colour", "shape")}  # easy-VQA knows one shape and one colour per image
 
 REL_OPTION = {r: f"{RELATION_PHRASE[r]} it" for r in RELATIONS}
-REGION_OPTION = {"left": "on the left", "right": "on the right", "top": "at the top", "bottom": "at the bottom",
-                 "middle": "in the middle"}
+REGION_OPTION = REGION_PHRASE
 COUNT_OPTIONS = tuple(str(k) for k in range(6))   # scenes hold at most 3 objects by default
 STILL = "standing still"
 EASYVQA_SHAPE_POOL = EASYVQA_SHAPES + ("star",)   # easy-VQA draws no stars; its 3 shapes alone give only 2 distractors

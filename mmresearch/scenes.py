@@ -21,12 +21,13 @@ from .core import ImageRef, Sample
 
 # %% auto #0
 __all__ = ['CATEGORIES', 'COLORS', 'SIZES', 'TEXTURES', 'ATTRIBUTES', 'RELATIONS', 'REGIONS', 'EVENTS', 'HAL_TYPES',
-           'NUMBER_WORDS', 'RADIUS', 'RELATION_PHRASE', 'OPPOSITE_OF', 'Part', 'QUESTION_TEXT', 'REJECT_REASONS',
-           'SPLITS', 'SceneConfig', 'SceneObject', 'Event', 'relation_holds', 'regions', 'Scene', 'generate_scene',
-           'shape_mask', 'render', 'Slot', 'realize', 'Caption', 'short_caption', 'long_caption', 'Mention', 'Claim',
-           'extract_claims', 'verify_claim', 'Verdict', 'judge', 'hallucinated_types', 'vocabulary', 'grammar_issues',
-           'check_hallucination', 'Hallucination', 'hallucinate', 'add_true_sentence', 'scene_seed', 'caption_rng',
-           'scene_captions', 'make_sample', 'make_samples', 'length_rule', 'sample_objects', 'object_stats']
+           'NUMBER_WORDS', 'RADIUS', 'RELATION_PHRASE', 'REGION_PHRASE', 'OPPOSITE_OF', 'Part', 'QUESTION_TEXT',
+           'REJECT_REASONS', 'SPLITS', 'SceneConfig', 'SceneObject', 'Event', 'relation_holds', 'regions', 'Scene',
+           'generate_scene', 'shape_mask', 'render', 'Slot', 'realize', 'Caption', 'short_caption', 'long_caption',
+           'Mention', 'Claim', 'extract_claims', 'verify_claim', 'Verdict', 'judge', 'hallucinated_types', 'vocabulary',
+           'grammar_issues', 'check_hallucination', 'Hallucination', 'hallucinate', 'add_true_sentence', 'scene_seed',
+           'caption_rng', 'scene_captions', 'make_sample', 'make_samples', 'length_rule', 'sample_objects',
+           'object_stats']
 
 # %% ../nbs/03_scenes.ipynb #bff8bd74
 CATEGORIES = ("circle", "square", "triangle", "star", "house", "tree", "car")
@@ -45,6 +46,8 @@ RADIUS = {"small": 0.13, "large": 0.2}  # as a fraction of the image side: >= 8 
 # %% ../nbs/03_scenes.ipynb #8f072ef2
 RELATION_PHRASE = {"left_of": "to the left of", "right_of": "to the right of", "above": "above", "below": "below",
                    "on": "on top of", "next_to": "next to"}
+REGION_PHRASE = {"left": "on the left", "right": "on the right", "top": "at the top", "bottom": "at the bottom",
+                 "middle": "in the middle"}
 OPPOSITE_OF = {"left_of": "right_of", "right_of": "left_of", "above": "below", "below": "above", "on": "below",
                "next_to": "above", "left": "right", "right": "left", "top": "bottom", "bottom": "top", "middle": "left"}
 
