@@ -516,8 +516,8 @@ def scene_amber(samples: Sequence[Sample], # scene-world samples (meta["scene"])
                 seed: int = 0 # picks the false colour, size and count
                ) -> tuple[list[dict], list[dict], dict[str, Sample]]:
     "(queries, annotations, image name -> sample) in AMBER's formats: descriptions first, then yes/no questions."
-    from mmresearch.pope import keyed_rng, sample_negatives
-    from mmresearch.scenes import CATEGORIES, COLORS, EVENTS, NUMBER_WORDS, object_stats
+    from mmresearch.pope import keyed_rng, object_stats, sample_negatives
+    from mmresearch.scenes import CATEGORIES, COLORS, EVENTS, NUMBER_WORDS
     scenes = {s.id: _scene_of(s) for s in samples}
     freq, cooc = object_stats(list(scenes.values()))
     images = {f"{s.id}.png": s for s in samples}

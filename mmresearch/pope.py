@@ -21,12 +21,12 @@ from .metrics import binary_report, metrics_by, probability_report, wide_table
 from .generation import yes_probabilities
 from .parsing import PARSERS, parse_answers
 from .registry import scorer
-from .scenes import object_stats, sample_objects
+from .scenes import Scene
 
 # %% auto #0
-__all__ = ['QUESTION_TEMPLATE', 'SPLITS', 'ITEM_COLUMNS', 'DEFAULT_POLICY', 'pope_question', 'keyed_rng', 'sample_negatives',
-           'pope_items', 'file_items', 'run_pope', 'pope_metrics', 'pope_wide', 'pope_probability_metrics',
-           'write_pope_questions', 'score_pope']
+__all__ = ['QUESTION_TEMPLATE', 'SPLITS', 'ITEM_COLUMNS', 'DEFAULT_POLICY', 'pope_question', 'sample_objects', 'object_stats',
+           'keyed_rng', 'sample_negatives', 'pope_items', 'file_items', 'run_pope', 'pope_metrics', 'pope_wide',
+           'pope_probability_metrics', 'write_pope_questions', 'score_pope']
 
 # %% ../nbs/13_pope.ipynb #ac1a5a07
 QUESTION_TEMPLATE = "Is there {article} {object} in the image?"
@@ -38,6 +38,24 @@ def pope_question(obj: str # an object class name, e.g. "traffic light"
     obj = obj.strip()
     if not obj: raise ValueError("an object name must not be empty")
     return QUESTION_TEMPLATE.format(article="an" if obj[0].lower() in "aeiou" else "a", object=obj)
+
+# %% ../nbs/13_pope.ipynb #32074bca
+def sample_objects(s: Sample) -> list[str]:
+    "The distinct object classes in `s.meta['objects']`, sorted; an error names the sample when they are missing."
+    objs = s.meta.get("objects")
+    if objs is None: raise ValueError(f"sample {s.id} ({s.domain}) has no meta['objects'] (the object classes present)")
+    if isinstance(objs, str) or not all(isinstance(o, str) and o.strip() for o in objs):
+        raise ValueError(f"sample {s.id}: meta['objects'] must be a list of non-empty class names, got {objs!r}")
+    return sorted({o.strip() for o in objs})
+
+def object_stats(items: Iterable[Scene | Sample | Sequence[str]]) -> tuple[Counter, dict[str, Counter]]:
+    "(frequency, co-occurrence): items containing each category, and for each category the items sharing each other one."
+    freq, co = Counter(), {}
+    for it in items:
+        cats = it.categories() if isinstance(it, Scene) else sample_objects(it) if isinstance(it, Sample) else sorted(set(it))
+        freq.update(cats)
+        for a in cats: co.setdefault(a, Counter()).update(b for b in cats if b != a)
+    return freq, co
 
 # %% ../nbs/13_pope.ipynb #4eefba8b
 def keyed_rng(seed: int, *key) -> np.random.Generator:

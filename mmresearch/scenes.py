@@ -26,8 +26,7 @@ __all__ = ['CATEGORIES', 'COLORS', 'SIZES', 'TEXTURES', 'ATTRIBUTES', 'RELATIONS
            'generate_scene', 'shape_mask', 'render', 'Slot', 'realize', 'Caption', 'short_caption', 'long_caption',
            'Mention', 'Claim', 'extract_claims', 'verify_claim', 'Verdict', 'judge', 'hallucinated_types', 'vocabulary',
            'grammar_issues', 'check_hallucination', 'Hallucination', 'hallucinate', 'add_true_sentence', 'scene_seed',
-           'caption_rng', 'scene_captions', 'make_sample', 'make_samples', 'length_rule', 'sample_objects',
-           'object_stats']
+           'caption_rng', 'scene_captions', 'make_sample', 'make_samples', 'length_rule']
 
 # %% ../nbs/03_scenes.ipynb #bff8bd74
 CATEGORIES = ("circle", "square", "triangle", "star", "house", "tree", "car")
@@ -1077,21 +1076,3 @@ def length_rule(samples: Sequence[Sample] # scene-world samples (meta caption an
                                      shorter=lambda g: 100 * (g < 0).mean(), mean_gap_chars="mean")
     out["rule_accuracy"] = out.longer + out.equal / 2
     return out.reindex([t for t in HAL_TYPES if t in out.index])
-
-# %% ../nbs/03_scenes.ipynb #32074bca
-def sample_objects(s: Sample) -> list[str]:
-    "The distinct object classes in `s.meta['objects']`, sorted; an error names the sample when they are missing."
-    objs = s.meta.get("objects")
-    if objs is None: raise ValueError(f"sample {s.id} ({s.domain}) has no meta['objects'] (the object classes present)")
-    if isinstance(objs, str) or not all(isinstance(o, str) and o.strip() for o in objs):
-        raise ValueError(f"sample {s.id}: meta['objects'] must be a list of non-empty class names, got {objs!r}")
-    return sorted({o.strip() for o in objs})
-
-def object_stats(items: Iterable[Scene | Sample | Sequence[str]]) -> tuple[Counter, dict[str, Counter]]:
-    "(frequency, co-occurrence): items containing each category, and for each category the items sharing each other one."
-    freq, co = Counter(), {}
-    for it in items:
-        cats = it.categories() if isinstance(it, Scene) else sample_objects(it) if isinstance(it, Sample) else sorted(set(it))
-        freq.update(cats)
-        for a in cats: co.setdefault(a, Counter()).update(b for b in cats if b != a)
-    return freq, co
