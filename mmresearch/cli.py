@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 # %% auto #0
-__all__ = ['format_table', 'cmd_score', 'parse_only', 'performance_summary', 'performance_line', 'suite_members', 'cmd_sweep',
-           'cmd_main', 'build_parser', 'main']
+__all__ = ['format_table', 'cmd_score', 'scorer_options', 'score_parser', 'parse_only', 'performance_summary', 'performance_line',
+           'suite_members', 'cmd_sweep', 'cmd_main', 'build_parser', 'main']
 
 # %% ../nbs/30_cli.ipynb #3d87be03
 from .registry import get_scorer, scorer_names
@@ -46,6 +46,42 @@ def cmd_score(kind: str, input: str, table: bool = False,
     print(json_text(result))  # strict JSON: a metric with no value (NaN) is null
     if table: print(format_table(result))
     return result
+
+# %% ../nbs/30_cli.ipynb #5c0e1a02
+_CLI_TYPES = {"str": str, "Path": str, "int": int, "float": float, "bool": bool}
+
+def scorer_options(fn: Callable[..., dict]) -> dict[str, dict]:
+    "`--flag` -> argparse keywords for every parameter after the predictions that a command line can give (str, Path, int, float, bool)."
+    from fastcore.docments import docments
+    helps, empty = docments(fn), inspect.Parameter.empty
+    opts = {}
+    for name, prm in list(inspect.signature(fn).parameters.items())[1:]:
+        if prm.kind in (prm.VAR_POSITIONAL, prm.VAR_KEYWORD): continue
+        ann = prm.annotation
+        if ann is empty: names = [type(prm.default).__name__ if prm.default not in (None, empty) else "str"]
+        else: names = [t.strip().split(".")[-1] for t in (ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann))).split("|")]
+        types = [_CLI_TYPES[t] for t in names if t in _CLI_TYPES]
+        if not types: continue   # a Python-only option (a model, a function): not on the command line
+        default = None if prm.default is empty else prm.default
+        text = (helps.get(name) or "").strip() + ("" if default is None else f" (default {default})")
+        kw = dict(dest=name, default=argparse.SUPPRESS, help=text.strip() or None, required=prm.default is empty)
+        kw.update(action=argparse.BooleanOptionalAction) if types[0] is bool else kw.update(type=types[0], metavar=name.upper())
+        opts["--" + name.replace("_", "-")] = kw
+    return opts
+
+def score_parser(kind: str | None = None, # a scorer name; None: the options every scorer takes
+                 ) -> argparse.ArgumentParser:
+    "The parser of `mmresearch score KIND`: the predictions file, `--table`, and the options `kind`'s scorer takes."
+    p = argparse.ArgumentParser(prog="mmresearch score", description="Score a predictions file with a registered scorer; prints strict JSON.",
+                                epilog=None if kind else "`mmresearch score KIND --help` lists KIND's options.")
+    p.add_argument("kind", help=f"scorer name: {', '.join(scorer_names())}")
+    p.add_argument("--input", required=True, help="the predictions file")
+    p.add_argument("--table", action="store_true", help="also print a table")
+    if kind:
+        g = p.add_argument_group(f"options of {kind}")
+        for flag, kw in scorer_options(get_scorer(kind)).items(): g.add_argument(flag, **kw)
+    return p
+
 
 # %% ../nbs/30_cli.ipynb #74144793
 def parse_only(pairs: Sequence[str]) -> dict[str, str]:
@@ -145,17 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--reports", default="reports", help="reports folder (default ./reports)")
     s.add_argument("--cache", default=None, help="response cache file shared by all runs (default <project>/.cache/responses.sqlite)")
     s.add_argument("--no-progress", action="store_true", help="no progress bars")
-    c = sub.add_parser("score", help="score a predictions file with a registered scorer; prints JSON")
-    c.add_argument("kind", help=f"scorer name: {', '.join(scorer_names())}")
-    c.add_argument("--input", required=True, help="predictions.jsonl")
-    c.add_argument("--policy", default=None, help="unparseable yes/no answers: negative, positive, exclude (haleval-disc, pope)")
-    c.add_argument("--parser", default=None, help="pope: 'pope' (official first-sentence rule, default) or 'final'")
-    c.add_argument("--labels", default=None, help="pope: POPE question file (or a folder of them, e.g. coco_pope_*.json) with the labels; answers match it by question_id, or by line order when they have none")
-    c.add_argument("--vocab", default=None, help="chair: 'coco' (default), or a file: with --matching ours a JSON {class: [synonyms]}, with --matching tool a synonyms.txt in the CHAIR tool's format")
-    c.add_argument("--matching", default=None, choices=["ours", "tool"], help="chair: 'ours' (default, metrics.chair) or 'tool' (the standard CHAIR tool's vocabulary and matching, which reproduces its overall_metrics)")
-    c.add_argument("--questions", default=None, help="mmbench: the MMBench question TSV, joined on index (gold answers, options, categories; needed for LLaVA's answer JSONL); pope: LLaVA's llava_pope_test.jsonl (question_id -> category), labels from --labels FOLDER")
-    c.add_argument("--seed", type=int, default=None, help="seed of the bootstrap CIs; mmbench: also of the random fallback letter for answers no rule decides")
-    c.add_argument("--table", action="store_true", help="also print a table")
+    sub.add_parser("score", help="score a predictions file with a registered scorer; prints JSON (`score KIND --help`: its options)",
+                   parents=[score_parser()], add_help=False)
     m = sub.add_parser("main", help="the main job: every sweep of params/default.yaml")
     m.add_argument("--workers", type=int, default=2)
     m.add_argument("--reports", default=None, help="reports folder (default <project>/reports)")
@@ -163,21 +190,40 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--no-progress", action="store_true")
     return p
 
+def _parse_score(args: list[str]) -> argparse.Namespace:
+    "Read KIND first, then parse `args` with KIND's own options; an option the scorer does not take is a ValueError."
+    first = argparse.ArgumentParser(add_help=False)
+    first.add_argument("kind", nargs="?")
+    kind = first.parse_known_args(args)[0].kind
+    if kind is None: score_parser().parse_args(args)   # prints the help, or the usage error (exit 2)
+    p = score_parser(kind)   # an unknown KIND is a KeyError naming the registered scorers
+    a, extra = p.parse_known_args(args)
+    unknown = [x for x in extra if x.startswith("-")]
+    if unknown:
+        takes = [f for f in scorer_options(get_scorer(kind))]
+        raise ValueError(f"scorer {kind!r} does not take {unknown[0].split('=')[0]} (it takes: {', '.join(takes) or 'no options'})")
+    if extra: p.error(f"unrecognized arguments: {' '.join(extra)}")
+    return a
+
 def main(argv: Sequence[str] | None = None) -> int:
     "Entry point of the `mmresearch` console script; returns the exit code (1 when a run or a summary failed, 2 for bad input)."
-    a = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[0] if argv[:1] == ["score"] else build_parser().parse_args(argv).command
     try:
-        if a.command == "score":
-            cmd_score(a.kind, a.input, a.table, policy=a.policy, parser=a.parser, labels=a.labels, vocab=a.vocab, matching=a.matching, questions=a.questions, seed=a.seed)
+        if command == "score":
+            a = vars(_parse_score(argv[1:]))
+            cmd_score(a.pop("kind"), a.pop("input"), a.pop("table"), **a)
             return 0
+        a = build_parser().parse_args(argv)
         if a.command == "sweep":
             results = cmd_sweep(a.params, a.workers, a.executor, a.only, a.reports, a.scheduler, a.cache, not a.no_progress)
             return 0 if all(r.ok for r in results) else 1
         results = cmd_main(a.workers, a.reports, a.cache, not a.no_progress)
         return 0 if all(r.ok for r in results) else 1
     except (ValueError, KeyError, FileNotFoundError, ImportError) as e:
-        print(f"mmresearch {a.command}: error: {e.args[0] if isinstance(e, KeyError) and e.args else e}", file=sys.stderr)
+        print(f"mmresearch {command}: error: {e.args[0] if isinstance(e, KeyError) and e.args else e}", file=sys.stderr)
         return 2
+
 
 # %% ../nbs/30_cli.ipynb #220cb997
 #| eval: false

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from mmresearch.cache import CachedModel, ResponseCache
-from mmresearch.cli import build_parser, main
+from mmresearch.cli import main, score_parser
 from mmresearch.core import Response
 from mmresearch.mmbench import (MCItem, MMBenchFormatError, circular_passes, extract_choices, item_results, rule_choice,
                                 score_mmbench, score_predictions)
@@ -122,6 +122,6 @@ def test_seed_seeds_the_random_fallback(tmp_path):
     path = tmp_path/"p.jsonl"; path.write_text("\n".join(json.dumps(r) for r in rows))
     runs = [score_predictions(path, seed=s, n_boot=10)[1].choice.tolist() for s in (0, 0, 1)]
     assert runs[0] == runs[1] != runs[2]
-    score = build_parser()._subparsers._group_actions[0].choices["score"]
+    score = score_parser("mmbench")
     seed = next(a for a in score._actions if "--seed" in a.option_strings)
     assert "random fallback" in seed.help and "bootstrap" in seed.help
