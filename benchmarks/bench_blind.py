@@ -22,7 +22,9 @@ from mmresearch.cache import CachedModel, ResponseCache
 from mmresearch.core import ImageRef, Request, user
 from mmresearch.parsing import parse_answers
 from mmresearch.pope import pope_items, pope_metrics, run_pope
-from mmresearch.scenes import generate_scene, make_samples, render, scene_seed
+from mmresearch.rendering import render
+from mmresearch.scene_samples import make_samples
+from mmresearch.scenes import generate_scene, scene_seed
 from mmresearch.tiny import LONG_PROMPTS
 
 INSTRUCTION = " Answer yes or no."

@@ -7,7 +7,8 @@ import argparse
 import time
 from collections import Counter
 
-from mmresearch.scenes import HAL_TYPES, SceneConfig, make_samples
+from mmresearch.scene_samples import make_samples
+from mmresearch.scenes import HAL_TYPES, SceneConfig
 
 
 def main() -> None:

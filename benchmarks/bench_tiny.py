@@ -18,9 +18,10 @@ import torch
 
 from mmresearch.core import ImageRef, Request, user
 from mmresearch.models import HFModel, tiny_model_path
-from mmresearch.scenes import generate_scene, render, scene_seed
+from mmresearch.rendering import render
+from mmresearch.scenes import generate_scene, scene_seed
 from mmresearch.haleval import disc_question
-from mmresearch.scenes import make_sample
+from mmresearch.scene_samples import make_sample
 from mmresearch.tiny import LONG_PROMPTS
 
 

@@ -16,8 +16,9 @@ from typing import Protocol, Sequence
 import pandas as pd
 
 from .core import Request, Response, Sample, user
-from .scenes import (HAL_TYPES, Scene, add_true_sentence, caption_rng, check_hallucination, grammar_issues,
-                               hallucinate, scene_captions)
+from .captions import caption_rng, scene_captions
+from .rewrite import add_true_sentence, check_hallucination, grammar_issues, hallucinate
+from .scenes import HAL_TYPES, Scene
 
 # %% auto #0
 __all__ = ['TYPE_DEFINITIONS', 'ANNOTATE_PROMPT', 'FILTER_PROMPT', 'SFT_QUESTIONS', 'Annotation', 'Annotator', 'AnnotationRun',

@@ -14,7 +14,8 @@ import numpy as np
 
 from .core import Request, Response, stable_hash
 from .haleval import PROMPTS, disc_items
-from .scenes import SceneConfig, make_samples
+from .scene_samples import make_samples
+from .scenes import SceneConfig
 
 # %% auto #0
 __all__ = ['disc_caption', 'TextOnlyBaseline']

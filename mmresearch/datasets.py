@@ -706,7 +706,7 @@ def load_in_domain(n: int | None = None, # the number of scenes to draw (require
                    seed: int = 0, # draws the scenes
                    split: str = "test") -> Dataset: # the scene world's split
     "Scenes drawn from the scene world's `split`, with their hallucination rewrites."
-    from mmresearch.scenes import make_samples
+    from mmresearch.scene_samples import make_samples
     if n is None: raise ValueError("in_domain is generated: give the number of samples `n`")
     samples = make_samples(n, split=split, seed=seed)
     return Dataset("scenes", "in_domain", samples, stable_hash([s.canonical() for s in samples]), [],

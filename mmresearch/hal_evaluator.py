@@ -14,7 +14,8 @@ import pandas as pd
 from .afha import hal_data_sft, image_name
 from .core import Sample
 from .metrics import rouge_l
-from .scenes import HAL_TYPES, make_samples
+from .scene_samples import make_samples
+from .scenes import HAL_TYPES
 from .tiny import TinyLlava, TrainConfig, file_sha256, llava_chat, train_chats
 
 # %% auto #0

@@ -24,7 +24,8 @@ from .afha import SFT_QUESTIONS, image_name, sft_conversation
 from .core import Message, Request, Sample, stable_hash, user
 from .parsing import final_yes_no
 from .metrics import ObjectVocab, bleu4, chair, correlation_table, mean_ci, ratio_ci, rouge_l, wide_table
-from .scenes import HAL_TYPES, NUMBER_WORDS, REGIONS, Scene, extract_claims, judge as scene_judge
+from .claims import extract_claims, judge as scene_judge
+from .scenes import HAL_TYPES, NUMBER_WORDS, REGIONS, Scene
 
 # %% auto #0
 __all__ = ['LENGTH_PROMPTS', 'COVERAGE', 'SCENE_SYNONYMS', 'EASYVQA_SYNONYMS', 'DOMAIN_SYNONYMS', 'JUDGE_PROMPT', 'REASK_PROMPT',

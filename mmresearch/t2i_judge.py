@@ -25,8 +25,9 @@ from .cache import CachedModel
 from .core import ImageRef, Message, Request, Response, Sample, stable_hash, user
 from .datasets import IMAGE_SUFFIXES, DataFormatError
 from .metrics import auroc, correlation, mean_ci
-from .scenes import (CATEGORIES, COLORS, NUMBER_WORDS, OPPOSITE_OF, RELATION_PHRASE, SIZES, TEXTURES, Event, Scene, SceneObject,
-                               relation_holds, render)
+from .rendering import render
+from .scenes import (CATEGORIES, COLORS, NUMBER_WORDS, OPPOSITE_OF, RELATION_PHRASE, SIZES, TEXTURES, Event,
+                               Scene, SceneObject, relation_holds)
 
 # %% auto #0
 __all__ = ['T2I_CATEGORIES', 'ATTRIBUTE_CATEGORIES', 'RELATION_PHRASES', 'OPPOSITE', 'EVENT_PHRASES', 'DEVIATIONS',

@@ -31,9 +31,12 @@ from .datasets import load_easyvqa
 from .haleval import PROMPTS, disc_question
 from .mmbench import HINT_LINE, MMBENCH_PROMPT, exact_letter, format_options
 from .parsing import final_yes_no
-from .scenes import (CATEGORIES, COLORS, HAL_TYPES, NUMBER_WORDS, RELATION_PHRASE, SIZES, TEXTURES, SceneConfig, generate_scene,
-                               hallucinate, judge, long_caption, relation_holds, render, scene_seed, shape_mask,
-                               short_caption, vocabulary)
+from .captions import long_caption, short_caption
+from .claims import judge, vocabulary
+from .rendering import render, shape_mask
+from .rewrite import hallucinate
+from .scenes import (CATEGORIES, COLORS, HAL_TYPES, NUMBER_WORDS, RELATION_PHRASE, SIZES, TEXTURES, SceneConfig,
+                               generate_scene, relation_holds, scene_seed)
 
 # %% auto #0
 __all__ = ['SPECIAL_TOKENS', 'OPTION_LETTERS', 'CHAT_TEMPLATE', 'SHORT_PROMPTS', 'LONG_PROMPTS', 'POPE_PROMPT', 'EXIST_PROMPTS',

@@ -11,7 +11,8 @@ from mmresearch.blind import BLIND_MODELS, BlindModel, GGUFSource, blind_unavail
 from mmresearch.core import ImageRef, Request, user
 from mmresearch.parsing import parse_yes_no
 from mmresearch.pope import pope_question
-from mmresearch.scenes import CATEGORIES, make_sample
+from mmresearch.scene_samples import make_sample
+from mmresearch.scenes import CATEGORIES
 
 WHY_NOT = blind_unavailable()
 needs_smollm2 = pytest.mark.skipif(WHY_NOT is not None, reason=f"blind baseline not installed: {WHY_NOT}")
