@@ -425,6 +425,8 @@ def _extremes(d: pd.DataFrame, group: str, what: str, digits: int = 1) -> str:
     return (f"Averaged over conditions, the lowest {what} is {m.idxmin()} ({m.min():.{digits}f}) and the highest "
             f"{m.idxmax()} ({m.max():.{digits}f}), a spread of {m.max() - m.min():.{digits}f}.")
 
+
+# %% ../nbs/21_report.ipynb #f5bfda69
 def disc_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Finding:
     "Hal-Eval discriminative: F1 per hallucination type by condition, with 95% CIs."
     import matplotlib.pyplot as plt
@@ -441,6 +443,8 @@ def disc_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Finding:
     alt = f"Point-range chart of F1 per hallucination type for {f1['condition'].nunique()} conditions with 95% intervals. {s1}"
     return Finding("F1 per hallucination type by condition (%)", fig, alt, [s1, s2], _cells(f1, "pair_type", "condition"))
 
+
+# %% ../nbs/21_report.ipynb #d2307b28
 def _length_rows(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> pd.DataFrame:
     "One row per finished run: measured mean length (tokens, words) of its answered descriptions, hallucination rate and event share."
     keys = varying_keys(info, metrics)
@@ -491,6 +495,8 @@ def length_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Findin
     alt = f"Two line charts of hallucination rate and event share against measured tokens and words. {s1} {s2}"
     return Finding("Hallucination rate vs measured output length", fig, alt, [s1, s2], table.set_index("condition"))
 
+
+# %% ../nbs/21_report.ipynb #6d846934
 def mmbench_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Finding:
     "MMBench: circular vs vanilla accuracy per category and condition (%)."
     import matplotlib.pyplot as plt
@@ -520,6 +526,8 @@ def mmbench_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Findi
     alt = f"Point-range chart of vanilla (hollow) and circular (filled) accuracy per category and condition. {s1} {s2}"
     return Finding("Circular vs vanilla accuracy per category (%)", fig, alt, [s1, s2], table)
 
+
+# %% ../nbs/21_report.ipynb #9fdd3d56
 def category_finding(metric: str, group: str, what: str, xlabel: str, scale: tuple[float, float] | None = None):
     "A finding of `metric` per `group` value (category, split) by condition, with 95% CIs."
     def find(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Finding:
