@@ -165,7 +165,6 @@ def _object_vocab(vocab: str): # "coco" or a JSON file of {class: [synonyms]}
 
 def _chair_input(rows) -> tuple[list[dict], dict | None]:
     "The rows of a chair input and, for a CHAIR tool output file, its own CHAIRs / CHAIRi and which tool variant wrote it."
-    import json
     if not isinstance(rows, (str, Path)): return list(rows), None
     if Path(rows).suffix == ".json":
         from mmresearch.chair_tool import chair_output_variant, read_chair_output
