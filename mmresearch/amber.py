@@ -18,7 +18,7 @@ import pandas as pd
 from .cache import CachedModel
 from .core import ImageRef, Request, Sample, user
 from .datasets import DataFormatError, LoadStats, dataset_hash
-from .metrics import bootstrap_indices, percentile_ci, ratio_ci
+from .metrics import metrics_by, ratio_ci
 from .parsing import PARSERS
 from .registry import scorer
 
@@ -349,43 +349,28 @@ def judge_answers(responses: pd.DataFrame, # id and response (None: failed call)
                         **{c: v[c].to_numpy() for c in v.columns}, "error": responses.response.isna().map({True: "no response", False: None}).to_numpy()})
     return out[DISC_COLUMNS]
 
-def _disc_values(c: np.ndarray) -> dict[str, np.ndarray]:
-    "Metrics (%) from (..., 6) counts: truth yes/no x answer yes/no/unreadable."
-    c = np.asarray(c, dtype=float)
-    n, tp = c.sum(-1), c[..., 4]
-    pred_no, truth_no, right = c[..., 1] + c[..., 4], c[..., 3:].sum(-1), c[..., 0] + c[..., 4]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        div = lambda a, b: np.where(b > 0, 100 * a / np.where(b > 0, b, 1), np.nan)
-        return {"accuracy": div(right, n), "precision": div(tp, pred_no), "recall": div(tp, truth_no),
-                "f1": div(2 * tp, pred_no + truth_no), "no_ratio": div(pred_no, n)}
+def _unparsed_rule(rows: pd.DataFrame) -> str:
+    "AMBER's rule for answers without a verdict: 'wrong', or 'exclude' when a policy excluded them."
+    excluded = rows.excluded.astype(bool)
+    unread = rows.parsed.isna() & rows.error.isna() & ~excluded
+    if excluded.any() and unread.any():
+        raise ValueError(f"answers excluded by a policy and unreadable answers counted wrong (id {rows.id[unread].iloc[0]}) "
+                         "are mixed; score the answers of one policy at a time")
+    return "exclude" if excluded.any() else "wrong"
 
 def discriminative_metrics(rows: pd.DataFrame, # output of `judge_answers`
                            cluster: str | None = None, # column whose values are resampled together (e.g. the image)
                            n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
-    "Tidy table per AMBER dimension: group, metric, value, ci_low, ci_high, n, plus call_errors and parse_failure_rate."
-    out = []
-    for group, kinds in DIMENSIONS.items():
-        g = rows[rows.kind.isin(kinds)]
-        if g.empty: continue
-        scored = g[g.error.isna() & ~g.excluded.astype(bool)]
-        code = 3 * (scored.truth == "no").to_numpy(int) + scored.parsed.map({"yes": 0, "no": 1}).fillna(2).to_numpy(int)
-        keys = scored[cluster].to_numpy() if cluster else np.arange(len(scored))
-        _, inv = np.unique(keys, return_inverse=True)
-        per = np.zeros((inv.max() + 1 if len(inv) else 0, 6)); np.add.at(per, (inv, code), 1)
-        point = _disc_values(per.sum(0))
-        boot = {m: [] for m in DISC_METRICS}
-        if n_boot > 0 and len(per):
-            for idx in bootstrap_indices(len(per), n_boot, seed):
-                counts = np.stack([per[:, k][idx].sum(1) for k in range(6)], -1)
-                for m, v in _disc_values(counts).items(): boot[m].append(v)
-        answered = g.parse_ok.dropna().astype(bool)
-        extra = {"call_errors": int(g.error.notna().sum()), "excluded": int(g.excluded.astype(bool).sum()),
-                 "parse_failure_rate": 100 * int((~answered).sum()) / len(answered) if len(answered) else math.nan}
-        for m in DISC_METRICS:
-            lo, hi = percentile_ci(np.concatenate(boot[m]), level) if boot[m] else (math.nan, math.nan)
-            out.append({"group": group, "metric": m, "value": float(point[m]), "ci_low": float(lo), "ci_high": float(hi),
-                        "n": len(scored), **extra})
-    return pd.DataFrame(out, columns=["group", "metric", "value", "ci_low", "ci_high", "n", "call_errors", "excluded", "parse_failure_rate"])
+    "Tidy table per AMBER dimension: group, metric, value, ci_low, ci_high, n, plus call_errors, excluded and parse_failure_rate."
+    stacked = pd.concat([rows[rows.kind.isin(kinds)].assign(group=g) for g, kinds in DIMENSIONS.items()], ignore_index=True)
+    t = metrics_by(stacked, "group", positive="no", label="truth", pred="parsed", unparsed=_unparsed_rule(rows),
+                   cluster=cluster, n_boot=n_boot, seed=seed, level=level).set_index(["group", "metric"])
+    groups = [g for g in DIMENSIONS if g in t.index.get_level_values("group")]
+    out = t.loc[[(g, m) for g in groups for m in DISC_METRICS], ["value", "ci_low", "ci_high", "call_errors"]].reset_index()
+    per_group = lambda s: out.group.map(s).to_numpy()
+    return out.assign(n=per_group(t.xs("accuracy", level="metric").n), excluded=per_group(stacked.groupby("group").excluded.sum().astype(int)),
+                      parse_failure_rate=per_group(t.xs("parse_failure_rate", level="metric").value))[
+        ["group", "metric", "value", "ci_low", "ci_high", "n", "call_errors", "excluded", "parse_failure_rate"]]
 
 # %% ../nbs/16_amber.ipynb #70899995
 def _counts(rows: pd.DataFrame, kinds: Sequence[str]) -> dict[str, int]:

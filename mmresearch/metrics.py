@@ -15,12 +15,13 @@ import pandas as pd
 from scipy import stats
 
 # %% auto #0
-__all__ = ['BINARY_METRICS', 'N_CODES', 'CORRELATIONS', 'MENTION_FOLLOWERS', 'CHAIR_COLUMNS', 'yes_no_codes', 'binary_codes',
-           'metrics_from_counts', 'binary_metrics', 'bootstrap_indices', 'bootstrap_counts', 'percentile_ci',
-           'cluster_index', 'cluster_totals', 'cluster_bootstrap_sums', 'binary_report', 'metrics_by', 'wide_table',
-           'mcnemar', 'paired_sample_size', 'paired_mde', 'compare_conditions', 'ratio_ci', 'mean_ci', 'correlation',
-           'correlation_table', 'auroc', 'reliability_table', 'calibration', 'probability_report', 'reliability_by',
-           'rouge_l', 'bleu4', 'corpus_bleu4', 'plural_forms', 'ObjectVocab', 'chair_row', 'chair', 'chair_metrics']
+__all__ = ['BINARY_METRICS', 'N_CODES', 'UNPARSED_RULES', 'CORRELATIONS', 'MENTION_FOLLOWERS', 'CHAIR_COLUMNS', 'yes_no_codes',
+           'binary_codes', 'metrics_from_counts', 'binary_metrics', 'bootstrap_indices', 'bootstrap_counts',
+           'percentile_ci', 'cluster_index', 'cluster_totals', 'cluster_bootstrap_sums', 'clusters_in_n',
+           'binary_report', 'metrics_by', 'wide_table', 'mcnemar', 'paired_sample_size', 'paired_mde',
+           'compare_conditions', 'ratio_ci', 'mean_ci', 'correlation', 'correlation_table', 'auroc',
+           'reliability_table', 'calibration', 'probability_report', 'reliability_by', 'rouge_l', 'bleu4',
+           'corpus_bleu4', 'plural_forms', 'ObjectVocab', 'chair_row', 'chair', 'chair_metrics']
 
 # %% ../nbs/11_metrics.ipynb #56e6c2d4
 _YN = {"yes": 1, "no": 0, "true": 1, "false": 0, "1": 1, "0": 0, "1.0": 1, "0.0": 0}
@@ -46,16 +47,20 @@ def yes_no_codes(values: Sequence | pd.Series | np.ndarray, # "yes"/"no" strings
 
 # %% ../nbs/11_metrics.ipynb #68ee1c3f
 BINARY_METRICS = ("accuracy", "precision", "recall", "f1", "yes_ratio", "parse_failure_rate")
-N_CODES = 15   # 5 cells (tp, fp, tn, fn, excluded) x 3 parse states (read, failed, unknown)
+N_CODES = 18   # 6 cells (tp, fp, tn, fn, excluded, wrong) x 3 parse states (read, failed, unknown)
+UNPARSED_RULES = ("exclude", "wrong")   # what a row without a prediction counts as
 
 def binary_codes(label, # gold answers, "yes"/"no"
-                 pred, # predictions, "yes"/"no", or None when excluded
-                 parse_ok=None # per row: True (read), False (policy decided), None (no answer); None = not recorded
+                 pred, # predictions, "yes"/"no", or None when there is none
+                 parse_ok=None, # per row: True (read), False (policy decided), None (no answer); None = not recorded
+                 unparsed: str = "exclude" # a row without a prediction: "exclude" (no denominator) or "wrong" (AMBER's rule)
                 ) -> np.ndarray:
-    "uint8 code per row: 3 x cell (tp, fp, tn, fn, excluded) + parse state (read, failed, unknown)."
+    "uint8 code per row: 3 x cell (tp, fp, tn, fn, excluded, wrong) + parse state (read, failed, unknown)."
+    if unparsed not in UNPARSED_RULES: raise ValueError(f"unparsed must be one of {UNPARSED_RULES}, got {unparsed!r}")
     y, p = yes_no_codes(label, "label"), yes_no_codes(pred, "pred", allow_missing=True)
     if len(y) != len(p): raise ValueError(f"label has {len(y)} rows but pred has {len(p)}")
-    cell = np.where(p < 0, 4, np.where(p == 1, np.where(y == 1, 0, 1), np.where(y == 0, 2, 3)))
+    none = 4 if unparsed == "exclude" else np.where(y == 1, 3, 5)      # "wrong": a miss (fn) on a positive, cell 5 otherwise
+    cell = np.where(p < 0, none, np.where(p == 1, np.where(y == 1, 0, 1), np.where(y == 0, 2, 3)))
     if parse_ok is None: state = np.full(len(y), 2)
     else:
         s = pd.Series(parse_ok).reset_index(drop=True)
@@ -77,19 +82,19 @@ def _div(num, den) -> np.ndarray:
 def metrics_from_counts(counts: np.ndarray # (..., 15) code counts from `binary_codes`
                        ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     "Each binary metric as (value in %, denominator), vectorised over leading axes."
-    c = np.asarray(counts).reshape(*np.shape(counts)[:-1], 5, 3)
+    c = np.asarray(counts).reshape(*np.shape(counts)[:-1], 6, 3)
     cells, states = c.sum(-1), c.sum(-2)
-    tp, fp, tn, fn = (cells[..., i] for i in range(4))
-    scored, answered = tp + fp + tn + fn, states[..., 0] + states[..., 1]
+    tp, fp, tn, fn, wrong = (cells[..., i] for i in (0, 1, 2, 3, 5))
+    scored, answered = tp + fp + tn + fn + wrong, states[..., 0] + states[..., 1]
     dens = {"accuracy": scored, "precision": tp + fp, "recall": tp + fn, "f1": 2 * tp + fp + fn,
             "yes_ratio": scored, "parse_failure_rate": answered}
     nums = {"accuracy": tp + tn, "precision": tp, "recall": tp, "f1": 2 * tp, "yes_ratio": tp + fp,
             "parse_failure_rate": states[..., 1]}
     return {m: (100 * _div(nums[m], dens[m]), dens[m] if m != "f1" else scored) for m in BINARY_METRICS}
 
-def binary_metrics(label, pred, parse_ok=None) -> dict[str, float]:
+def binary_metrics(label, pred, parse_ok=None, unparsed: str = "exclude") -> dict[str, float]:
     "Point estimates (%) of `BINARY_METRICS`, plus the row counts n, n_scored and n_excluded."
-    codes = binary_codes(label, pred, parse_ok)
+    codes = binary_codes(label, pred, parse_ok, unparsed)
     counts = np.bincount(codes, minlength=N_CODES)
     out = {m: float(v) for m, (v, _) in metrics_from_counts(counts).items()}
     excluded = int(counts[12:15].sum())
@@ -188,16 +193,25 @@ def _cluster_ids(df: pd.DataFrame, cluster, where: str) -> np.ndarray | None:
         return cluster_index(df[cluster], len(df), cluster)
     return cluster_index(cluster, len(df))
 
+def clusters_in_n(codes: np.ndarray, # `binary_codes` of the rows
+                  ids: np.ndarray # `cluster_index` of the rows
+                 ) -> list[int]:
+    "Per metric of `BINARY_METRICS`, how many clusters hold at least one of the rows counted in its n."
+    g = int(ids.max()) + 1 if len(ids) else 0
+    per = np.bincount(ids * N_CODES + codes, minlength=g * N_CODES).reshape(g, N_CODES)
+    return [int((den > 0).sum()) for _, den in metrics_from_counts(per).values()]
+
 def binary_report(df: pd.DataFrame, # one row per sample
                   label: str = "label", pred: str = "pred", # column names
                   parse_ok: str | None = "parse_ok", # column of parse flags; ignored when absent
                   n_boot: int = 1000, seed: int = 0, level: float = 0.95,
-                  cluster: str | Sequence | None = None # column of cluster ids (or the ids): resample whole clusters
+                  cluster: str | Sequence | None = None, # column of cluster ids (or the ids): resample whole clusters
+                  unparsed: str = "exclude" # a row without a prediction: "exclude" or "wrong" (see `binary_codes`)
                  ) -> pd.DataFrame:
     "Tidy table of `BINARY_METRICS` (%) with percentile-bootstrap CIs: metric, value, ci_low, ci_high, n (+ n_clusters)."
     for col in (label, pred):
         if col not in df.columns: raise KeyError(f"binary_report: no column {col!r} (columns: {list(df.columns)})")
-    codes = binary_codes(df[label], df[pred], df[parse_ok] if parse_ok in df.columns else None)
+    codes = binary_codes(df[label], df[pred], df[parse_ok] if parse_ok in df.columns else None, unparsed)
     ids = _cluster_ids(df, cluster, "binary_report")
     point = metrics_from_counts(np.bincount(codes, minlength=N_CODES))
     if n_boot > 0 and len(codes):
@@ -205,7 +219,7 @@ def binary_report(df: pd.DataFrame, # one row per sample
         lo, hi = zip(*(percentile_ci(boot[m][0], level) for m in BINARY_METRICS))
     else: lo = hi = [np.nan] * len(BINARY_METRICS)
     out = _tidy({m: v for m, (v, _) in point.items()}, lo, hi, [point[m][1] for m in BINARY_METRICS])
-    if ids is not None: out["n_clusters"] = int(ids.max()) + 1 if len(ids) else 0
+    if ids is not None: out["n_clusters"] = clusters_in_n(codes, ids)
     return out
 
 # %% ../nbs/11_metrics.ipynb #24d0c90a
@@ -220,6 +234,7 @@ def metrics_by(df: pd.DataFrame, # one row per question
                positive: str = "yes", # the positive class: "yes", or "no" (its share is then `no_ratio`)
                label: str = "label", pred: str = "pred", parse_ok: str | None = "parse_ok", # column names
                error: str | None = "error", # column of call errors: those rows are counted in `call_errors`, not scored
+               unparsed: str = "exclude", # a row without a prediction: "exclude" (no denominator) or "wrong" (AMBER's rule)
                cluster: str | None = None, # column whose rows are resampled together; None: each row alone
                n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     "`binary_report` per group, group columns first: metric, value, ci_low, ci_high, n, n_clusters, cluster, call_errors."
@@ -228,9 +243,10 @@ def metrics_by(df: pd.DataFrame, # one row per question
     if missing: raise KeyError(f"metrics_by: no column(s) {missing} (columns: {list(df.columns)})")
     if positive not in ("yes", "no"): raise ValueError(f"metrics_by: positive must be 'yes' or 'no', got {positive!r}")
     if pooled is not None and pooled not in by: raise ValueError(f"metrics_by: pooled column {pooled!r} is not among by {by}")
+    if pooled in (label, pred): raise ValueError(f"metrics_by: pooled column {pooled!r} is also the {'label' if pooled == label else 'pred'} column; pool a copy of it")
     if pooled is not None: df = pd.concat([df.assign(**{pooled: "all"}), df], ignore_index=True)
     groups, first_seen = [], {}
-    for key, g in df.groupby(by, sort=True, dropna=False):
+    for key, g in (df.groupby(by, sort=True, dropna=False) if by else [((), df)]):
         key = key if isinstance(key, tuple) else (key,)
         rest = tuple(v for c, v in zip(by, key) if c != pooled)
         groups.append((first_seen.setdefault(rest, len(first_seen)), pooled is not None and key[by.index(pooled)] != "all", key, g))
@@ -239,10 +255,10 @@ def metrics_by(df: pd.DataFrame, # one row per question
         failed = g[error].notna() if error else pd.Series(False, index=g.index)
         ok = g[~failed]
         if positive == "no": ok = ok.assign(**{label: _other_class(ok[label]), pred: _other_class(ok[pred])})
-        t = binary_report(ok, label, pred, parse_ok, n_boot, seed, level, cluster)
+        t = binary_report(ok, label, pred, parse_ok, n_boot, seed, level, cluster, unparsed)
         if positive == "no": t["metric"] = t.metric.replace({"yes_ratio": "no_ratio"})
         for col, v in zip(by, key): t[col] = v
-        t["n_clusters"], t["cluster"] = (t.n_clusters, cluster) if cluster else (len(ok), "row")
+        t["n_clusters"], t["cluster"] = (t.n_clusters, cluster) if cluster else (t.n, "row")
         t["call_errors"] = int(failed.sum())
         parts.append(t)
     cols = by + ["metric", "value", "ci_low", "ci_high", "n", "n_clusters", "cluster", "call_errors"]
@@ -361,7 +377,7 @@ def compare_conditions(label, # gold answers, shared by both conditions
     pb = metrics_from_counts(np.bincount(cb, minlength=N_CODES))
     joint = bootstrap_counts(ca.astype(np.int32) * N_CODES + cb, N_CODES ** 2, n_boot, seed, cluster=ids).reshape(-1, N_CODES, N_CODES)
     ba, bb = metrics_from_counts(joint.sum(2)), metrics_from_counts(joint.sum(1))
-    both = (ca // 3 < 4) & (cb // 3 < 4)                  # rows scored under both conditions
+    both = (ca // 3 != 4) & (cb // 3 != 4)                # rows scored under both conditions
     right_a, right_b = np.isin(ca // 3, (0, 2)), np.isin(cb // 3, (0, 2))
     scored_ids = None if ids is None else ids[both]
     mc = mcnemar(right_a[both], right_b[both], cluster=scored_ids)

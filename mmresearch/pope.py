@@ -17,7 +17,7 @@ import pandas as pd
 from .cache import CachedModel
 from .core import Request, Sample, stable_hash, user
 from .datasets import pope_split_from_name, read_json_records
-from .metrics import binary_report, metrics_by, probability_report, wide_table
+from .metrics import metrics_by, probability_report, wide_table
 from .generation import yes_probabilities
 from .parsing import PARSERS, parse_answers
 from .registry import scorer
@@ -269,15 +269,15 @@ def _json_num(x: float) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 6)
 
 def _group_result(g: pd.DataFrame, n_boot: int, seed: int) -> dict:
+    "One group's JSON: `metrics_by`'s figures with CIs, the confusion counts, and what the bootstrap resampled."
     ok = g[g.error.isna()]
     by_image = len(ok) > 0 and ok.image.notna().all()        # an image's questions resampled together when all are known
-    t = binary_report(ok, label="label", pred="parsed", parse_ok="parse_ok", n_boot=n_boot, seed=seed,
-                      cluster="image" if by_image else None).set_index("metric")
+    t = metrics_by(g, (), pred="parsed", cluster="image" if by_image else None, n_boot=n_boot, seed=seed).set_index("metric")
     y, p = ok.label.eq("yes"), ok.parsed
-    out = {"n": len(g), "n_scored": int(p.notna().sum()), "call_errors": int(g.error.notna().sum()),
+    out = {"n": len(g), "n_scored": int(p.notna().sum()), "call_errors": int(t.call_errors.iloc[0]),
            "tp": int((y & p.eq("yes")).sum()), "fp": int((~y & p.eq("yes")).sum()),
            "tn": int((~y & p.eq("no")).sum()), "fn": int((y & p.eq("no")).sum()),
-           "cluster": "image" if by_image else "question", "n_clusters": int(ok.image.nunique()) if by_image else len(ok)}
+           "cluster": "image" if by_image else "question", "n_clusters": int(t.loc["accuracy", "n_clusters"])}
     for m in t.index:
         out[m] = _json_num(t.loc[m, "value"])
         out[f"{m}_ci"] = [_json_num(t.loc[m, "ci_low"]), _json_num(t.loc[m, "ci_high"])]
