@@ -30,11 +30,12 @@ from .report import (MANIFEST, QUIET_KERNEL, SWEEP_FILE, generic_summary_path, r
                                render_index, render_run, render_summary, write_json)
 
 # %% auto #0
-__all__ = ['SPEC_KEYS', 'RESERVED', 'MAX_FAILED_SHARE', 'OUTPUTS', 'LOCK_FILE', 'PACKAGES', 'EXECUTORS', 'SweepSpec',
-           'param_types', 'read_yaml', 'load_params', 'Cell', 'run_name', 'check_secrets', 'expand_grid',
+__all__ = ['SPEC_KEYS', 'RESERVED', 'MAX_FAILED_SHARE', 'OUTPUTS', 'LOCK_FILE', 'PACKAGES', 'THREAD_VARS', 'EXECUTORS',
+           'SweepSpec', 'param_types', 'read_yaml', 'load_params', 'Cell', 'run_name', 'check_secrets', 'expand_grid',
            'select_cells', 'notebook_hash', 'module_refs', 'module_closure', 'code_fingerprint', 'data_hash',
            'cell_fingerprint', 'RunResult', 'folder_lock', 'failed_calls_problem', 'run_performance', 'run_job',
-           'git_info', 'package_versions', 'execute_local', 'execute_dask', 'SweepResult', 'is_current', 'run_sweep']
+           'git_info', 'package_versions', 'thread_budget', 'set_env', 'execute_local', 'execute_dask', 'SweepResult',
+           'is_current', 'run_sweep']
 
 # %% ../nbs/20_sweep.ipynb #bbde0ad3
 SPEC_KEYS = ("name", "description", "notebook", "fixed", "grid", "cells", "data", "headline", "summary", "max_failed_share")
@@ -347,9 +348,11 @@ def _run_locked(job: dict, run_dir: Path) -> dict:
     import papermill as pm
     for f in (*OUTPUTS, "run.html", MANIFEST): (run_dir/f).unlink(missing_ok=True)
     started, t0, status, error, study = _now(), time.perf_counter(), "ok", None, {}
+    threads = thread_budget(job.get("concurrent_runs", 1), job.get("user_threads"))
     try:
-        pm.execute_notebook(job["notebook"], str(run_dir/"run.ipynb"), parameters=job["parameters"], cwd=job["cwd"],
-                            kernel_name="python3", progress_bar=False, log_output=False, extra_arguments=QUIET_KERNEL)
+        with set_env(threads["env"]):  # the kernel inherits its thread budget
+            pm.execute_notebook(job["notebook"], str(run_dir/"run.ipynb"), parameters=job["parameters"], cwd=job["cwd"],
+                                kernel_name="python3", progress_bar=False, log_output=False, extra_arguments=QUIET_KERNEL)
         missing = [f for f in OUTPUTS[1:] if not (run_dir/f).exists()]
         if missing: status, error = "failed", f"the notebook finished without writing {', '.join(missing)} to output_dir"
     except pm.PapermillExecutionError as e: status, error = "failed", f"{e.ename}: {e.evalue}"[:1000]
@@ -361,7 +364,7 @@ def _run_locked(job: dict, run_dir: Path) -> dict:
         if problem: status, error = "failed", problem
     wall = round(time.perf_counter() - t0, 3)
     manifest = {**job["manifest"], "status": status, "error": error, "started": started, "wall_time_s": wall,
-                "performance": run_performance(study, wall), "worker": _dask_worker(), "study": study}
+                "performance": {**run_performance(study, wall), "threads": threads}, "worker": _dask_worker(), "study": study}
     write_json(run_dir/MANIFEST, manifest)
     if (run_dir/"run.ipynb").exists():
         try: render_run(run_dir)
@@ -390,6 +393,33 @@ def package_versions(names: Sequence[str] = PACKAGES) -> dict:
         try: out[n] = importlib.metadata.version(n)
         except importlib.metadata.PackageNotFoundError: out[n] = None
     return out
+
+# %% ../nbs/20_sweep.ipynb #2d201ca0
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+def thread_budget(concurrent_runs: int, # runs executing at once on this machine
+                  user_env: dict | None = None, # the thread variables the sweep's caller set; their OMP_NUM_THREADS wins
+                  cores: int | None = None) -> dict: # default: os.cpu_count()
+    "Threads per run (`per_run`), who chose it (`set_by`: sweep or user), and the environment variables that pass it to a kernel."
+    cores = cores or os.cpu_count() or 1
+    user = {k: str(v) for k, v in (user_env or {}).items() if k in THREAD_VARS and v}
+    n = max(1, cores // max(1, concurrent_runs))
+    env = user if "OMP_NUM_THREADS" in user else {k: user.get(k, str(n)) for k in THREAD_VARS}
+    omp = env["OMP_NUM_THREADS"]
+    return {"per_run": int(omp) if omp.isdigit() else omp, "set_by": "user" if "OMP_NUM_THREADS" in user else "sweep",
+            "cores": cores, "concurrent_runs": concurrent_runs, "env": env}
+
+@contextlib.contextmanager
+def set_env(values: dict[str, str]):
+    "Set environment variables inside the block (a kernel started there inherits them); restore the old ones after."
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try: yield
+    finally:
+        for k, v in old.items():
+            if v is None: os.environ.pop(k, None)
+            else: os.environ[k] = v
+
 
 # %% ../nbs/20_sweep.ipynb #54e91967
 def execute_local(jobs: Sequence[dict], workers: int, on_done: Callable[[dict], None]) -> None:
@@ -499,6 +529,8 @@ def run_sweep(params_path: str | Path, # the params file
                          "max_failed_share": spec.max_failed_share,
                          "manifest": {**base, "run": c.run_id, "grid": c.overrides, "params": c.params, "fingerprint": fp}})
         else: results[c.run_id] = RunResult(c.run_id, "not run", c.overrides)
+    user_threads = {k: os.environ[k] for k in THREAD_VARS if os.environ.get(k)}
+    for j in jobs: j.update(concurrent_runs=max(1, min(workers, len(jobs))), user_threads=user_threads)
     sweep_dir.mkdir(parents=True, exist_ok=True)
     with tqdm(total=len(jobs), desc=f"sweep {spec.name}", unit="run", disable=not progress or not jobs, file=sys.stderr) as bar:
         def done(r: dict) -> None:
