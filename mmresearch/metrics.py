@@ -79,7 +79,7 @@ def _div(num, den) -> np.ndarray:
     num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"): return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
-def metrics_from_counts(counts: np.ndarray # (..., 15) code counts from `binary_codes`
+def metrics_from_counts(counts: np.ndarray # (..., N_CODES) code counts from `binary_codes`
                        ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     "Each binary metric as (value in %, denominator), vectorised over leading axes."
     c = np.asarray(counts).reshape(*np.shape(counts)[:-1], 6, 3)
