@@ -14,7 +14,7 @@ from .cache import CachedModel
 from .core import Request, Sample, read_jsonl, stable_hash, user
 from .metrics import metrics_by, probability_report, wide_table
 from .generation import yes_probabilities
-from .parsing import parse_answers
+from .parsing import answer_columns, read_rows
 from .registry import scorer
 
 # %% auto #0
@@ -82,15 +82,12 @@ def run_discriminative(samples: Sequence[Sample],
     limit = max_new_tokens or (96 if cot else 8)
     requests = [Request([user(by_id[sid].image, q)], max_new_tokens=limit) for sid, q in zip(items.sample_id, questions)]
     responses = model.generate(requests, progress=progress) if progress else model.generate(requests)
-    parsed = parse_answers(responses, policy=policy, extractor=extractor, questions=questions)
+    answers = answer_columns(responses, policy=policy, extractor=extractor, questions=questions).rename(columns={"answer": "raw"})
     if score_yes:
         p_yes, why = yes_probabilities(model, requests)
         items = items.assign(p_yes=p_yes, p_yes_error=why)
-    return items.assign(
-        prompt_variant=variant, cot=cot, prompt_hash=prompt_hash(variant, cot), max_new_tokens=limit,
-        raw=[r.text for r in responses], error=[r.error.kind if r.error else None for r in responses],
-        pred=[p.parsed for p in parsed], parse_ok=[p.parse_ok for p in parsed], parse_method=[p.method for p in parsed],
-        policy=policy, completion_tokens=[r.completion_tokens for r in responses])
+    return items.assign(prompt_variant=variant, cot=cot, prompt_hash=prompt_hash(variant, cot), max_new_tokens=limit,
+                        **answers, policy=policy, completion_tokens=[r.completion_tokens for r in responses])
 
 # %% ../nbs/12_haleval.ipynb #a350ead2
 def pair_rows(rows: pd.DataFrame) -> pd.DataFrame:
@@ -131,18 +128,13 @@ def score_disc(rows, # a JSONL path, or dicts with sample_id, caption_type, answ
                policy: str = "exclude", # unparseable answers: negative, positive or exclude
                seed: int = 0, n_boot: int = 1000) -> dict:
     "Hal-Eval discriminative metrics per domain and hallucination type for predictions made elsewhere."
-    df = pd.DataFrame(read_jsonl(rows) if isinstance(rows, (str, Path)) else list(rows))
-    for col in ("sample_id", "caption_type", "answer"):
-        if col not in df.columns: raise ValueError(f"haleval-disc input needs a {col!r} field on every line (got {list(df.columns)})")
+    df = read_rows(rows, ("sample_id", "caption_type", "answer"), "haleval-disc")
     bad = sorted(set(df.caption_type) - {"true", *HALLUCINATION_TYPES})
     if bad: raise ValueError(f"unknown caption_type value(s) {bad}; expected 'true' or one of {HALLUCINATION_TYPES}")
     if "label" not in df.columns: df["label"] = None
     df["label"] = [l if isinstance(l, str) else ("yes" if t == "true" else "no") for l, t in zip(df.label, df.caption_type)]
     if "domain" not in df.columns: df["domain"] = "all"
-    answers = [a if isinstance(a, str) else None for a in df.answer]
-    parsed = parse_answers(answers, policy=policy)
-    df = df.assign(pred=[p.parsed for p in parsed], parse_ok=[p.parse_ok for p in parsed],
-                   error=[None if a is not None else "missing_answer" for a in answers], policy=policy)
+    df = df.assign(**answer_columns(df.answer, policy=policy), policy=policy)   # a null answer: error "missing_answer"
     table = disc_metrics(df, n_boot=n_boot, seed=seed)
     return {"policy": policy, "n": len(df), "n_missing_answers": int(df.error.notna().sum()),
             "metrics": table.drop(columns=["policy"]).to_dict(orient="records")}

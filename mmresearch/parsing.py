@@ -8,16 +8,18 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 
-from .core import Request, Response, user
+from .core import Request, Response, read_jsonl, user
 
 # %% auto #0
-__all__ = ['PARSERS', 'POLICIES', 'EXTRACTOR_PROMPT', 'YES_NO_CHAINS', 'LLM_CHAIN', 'final_yes_no', 'pope_yes_no', 'pope_rule',
-           'ParsedAnswer', 'reask_request', 'parse_answers', 'parse_yes_no', 'parse_failure_rate', 'answers_frame',
-           'vlmevalkit_yes_no', 'Chain', 'parser_sensitivity', 'sensitivity_wide']
+__all__ = ['PARSERS', 'POLICIES', 'EXTRACTOR_PROMPT', 'MISSING_ANSWER', 'YES_NO_CHAINS', 'LLM_CHAIN', 'final_yes_no',
+           'pope_yes_no', 'pope_rule', 'ParsedAnswer', 'reask_request', 'parse_answers', 'parse_yes_no',
+           'parse_failure_rate', 'answers_frame', 'answer_columns', 'read_rows', 'vlmevalkit_yes_no', 'Chain',
+           'parser_sensitivity', 'sensitivity_wide']
 
 # %% ../nbs/10_parsing.ipynb #dfa7fd1d
 _WORDS = {"yes": "yes", "yeah": "yes", "yep": "yes", "yup": "yes", "no": "no", "nope": "no"}
@@ -159,6 +161,46 @@ def parse_failure_rate(answers: Sequence[ParsedAnswer]) -> float:
 def answers_frame(answers: Sequence[ParsedAnswer]) -> pd.DataFrame:
     "The parsed answers as a DataFrame with columns raw, parsed, parse_ok, policy, method, parser."
     return pd.DataFrame([a.to_dict() for a in answers], columns=list(ParsedAnswer.__dataclass_fields__))
+
+# %% ../nbs/10_parsing.ipynb #806474f3
+MISSING_ANSWER = "missing_answer"   # the error of an outside prediction whose answer is not a text
+
+def _answer_error(a: Any, error_message: bool) -> str | None:
+    "None for a text or a successful `Response`; a failed call's kind (and message); `MISSING_ANSWER` for anything else."
+    if isinstance(a, str): return None
+    if not isinstance(a, Response): return MISSING_ANSWER
+    if a.ok: return None
+    return f"{a.error.kind}: {a.error.message}" if error_message else a.error.kind
+
+def answer_columns(answers: Sequence[Any], # model `Response`s, or answer texts (anything but a string is no answer)
+                   policy: str = "exclude", # what an unparseable answer becomes: one of `POLICIES`
+                   parser: str = "final", # a name in `PARSERS`
+                   extractor: Any = None, # the extractor wrapped in `CachedModel`, for policy "reask"
+                   questions: Sequence[str] | None = None, # the questions, shown to the extractor
+                   error_message: bool = False # a failed call's error as "kind: message" instead of its kind alone
+                  ) -> pd.DataFrame:
+    "One row per answer: answer (text or None), error (None, the call's error, or `MISSING_ANSWER`), pred, parse_ok, parse_method."
+    texts = [a.text if isinstance(a, Response) else a if isinstance(a, str) else None for a in answers]
+    parsed = parse_answers(texts, policy, parser, extractor, questions)
+    return pd.DataFrame({"answer": texts, "error": [_answer_error(a, error_message) for a in answers],
+                         "pred": [p.parsed for p in parsed], "parse_ok": [p.parse_ok for p in parsed],
+                         "parse_method": [p.method for p in parsed]})
+
+# %% ../nbs/10_parsing.ipynb #67d0759f
+def read_rows(rows: str | Path | pd.DataFrame | Iterable[dict], # a JSON Lines file, a DataFrame, or records already read
+              required: Sequence[str], # fields every record must have (a null value counts as present)
+              where: str # who reads them, for errors: the scorer's name, e.g. "haleval-disc"
+             ) -> pd.DataFrame:
+    "The records as a DataFrame, one row each; an empty input, or a record without a required field, is an error naming it."
+    from_file = isinstance(rows, (str, Path))
+    source = f"{where} input {rows}" if from_file else f"{where} input"
+    records = read_jsonl(rows) if from_file else rows.to_dict("records") if isinstance(rows, pd.DataFrame) else list(rows)
+    if not records: raise ValueError(f"{source}: no rows")
+    for i, r in enumerate(records, 1):
+        if not isinstance(r, dict): raise ValueError(f"{source}, record {i}: expected a JSON object (dict), got {type(r).__name__}")
+        if missing := [c for c in required if c not in r]:
+            raise ValueError(f"{source}, record {i}: no field(s) {missing} (it has {list(r)})")
+    return pd.DataFrame(records)
 
 # %% ../nbs/10_parsing.ipynb #2cc40617
 _VLMEVAL_SPACE = re.compile(r"[;/\[\]\"{}()=+\\_\-><@`,?!]")   # ':' and "'" stay attached to their words, as there

@@ -19,7 +19,7 @@ from .core import Request, Sample, stable_hash, user
 from .datasets import pope_split_from_name, read_json_records
 from .metrics import metrics_by, probability_report, wide_table
 from .generation import yes_probabilities
-from .parsing import PARSERS, parse_answers
+from .parsing import PARSERS, answer_columns
 from .registry import scorer
 from .scenes import Scene
 
@@ -169,11 +169,9 @@ def run_pope(samples: Sequence[Sample], # annotated samples, or samples from `da
     by_id = {s.id: s for s in samples}
     requests = [Request([user(by_id[sid].image, q)], max_new_tokens=max_new_tokens) for sid, q in zip(items.sample_id, items.question)]
     responses = model.generate(requests, progress=progress) if progress else model.generate(requests)
-    parsed = parse_answers(responses, policy=policy, parser=parser, extractor=extractor, questions=list(items.question))
-    rows = items.assign(
-        raw=[r.text for r in responses], parsed=[p.parsed for p in parsed], parse_ok=[p.parse_ok for p in parsed],
-        parse_method=[p.method for p in parsed], parser=parser, policy=policy, seed=seed,
-        error=[r.error.kind if r.error else None for r in responses], max_new_tokens=max_new_tokens)
+    a = answer_columns(responses, policy=policy, parser=parser, extractor=extractor, questions=list(items.question))
+    rows = items.assign(raw=a.answer, parsed=a.pred, parse_ok=a.parse_ok, parse_method=a.parse_method, parser=parser,
+                        policy=policy, seed=seed, error=a.error, max_new_tokens=max_new_tokens)
     if score_yes:
         p_yes, why = yes_probabilities(model, requests)
         rows = rows.assign(p_yes=p_yes, p_yes_error=why)
@@ -384,10 +382,9 @@ def score_pope(input_path: str | Path | Iterable[dict], # POPE answer file (JSON
                      "image": a.get("image", known[3] if known else None)})
     if not recs: raise ValueError("no answers to score")
     recs.sort(key=lambda r: (str(r["category"]), str(r["question_id"])))   # bootstrap CIs independent of the file's order
-    parsed = parse_answers([r["raw"] for r in recs], policy=policy, parser=parser, extractor=extractor,
-                           questions=[r["question"] for r in recs])
-    df = pd.DataFrame(recs)
-    df["parsed"], df["parse_ok"] = [p.parsed for p in parsed], [p.parse_ok for p in parsed]
+    read = answer_columns([r["raw"] for r in recs], policy=policy, parser=parser, extractor=extractor,
+                          questions=[r["question"] for r in recs])
+    df = pd.DataFrame(recs).assign(parsed=read.pred, parse_ok=read.parse_ok)   # `error` stays the file's own
     result = {"scorer": "pope", "parser": parser, "policy": policy, "seed": seed, "n_boot": n_boot, "matched_by": matched,
               "units": "percent", "overall": _group_result(df, n_boot, seed)}
     if truth: result["unanswered"] = len(set(truth) - seen)
