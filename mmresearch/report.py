@@ -23,18 +23,18 @@ import pandas as pd
 from .batchcheck import batch_invariance_html, batch_invariance_runs_html
 from .cache import PROCESS_STATS
 from .core import ImageRef, canonical_json
+from .registry import finding_for, get_finding
 
 # %% auto #0
-__all__ = ['MANIFEST', 'SPAN_COLOURS', 'NO_SCRIPT_META', 'SWEEP_FILE', 'FRACTION_RATES', 'SCORES', 'FINDINGS', 'FINDING_PNG',
-           'FINDING_JSON', 'COMPARE_PAGE', 'MODEL_KEYS', 'MAIN_METRICS', 'QUIET_KERNEL', 'json_safe', 'json_text',
-           'write_text_atomic', 'write_json', 'read_json', 'read_manifest', 'write_manifest', 'figure_png',
-           'show_figure', 'gallery_html', 'examples_gallery', 'highlight_spans', 'span_legend', 'notebook_html',
-           'external_resources', 'flatten', 'manifest_html', 'nav_html', 'render_run', 'read_sweep', 'load_sweep',
-           'condition_label', 'metric_table', 'plot_metric', 'in_percent', 'unit', 'fmt_ci', 'overall_label', 'Finding',
-           'varying_keys', 'plt_colours', 'disc_finding', 'length_finding', 'mmbench_finding', 'category_finding',
-           'headline_finding', 'finding', 'write_finding', 'compare_table', 'render_compare', 'quiet_progress',
-           'md_text', 'md_code', 'generic_summary_path', 'render_summary', 'runs_links_html', 'headline_value',
-           'render_index']
+__all__ = ['MANIFEST', 'SPAN_COLOURS', 'NO_SCRIPT_META', 'SWEEP_FILE', 'FRACTION_RATES', 'SCORES', 'FINDING_PNG', 'FINDING_JSON',
+           'COMPARE_PAGE', 'MODEL_KEYS', 'MAIN_METRICS', 'QUIET_KERNEL', 'json_safe', 'json_text', 'write_text_atomic',
+           'write_json', 'read_json', 'read_manifest', 'write_manifest', 'figure_png', 'show_figure', 'gallery_html',
+           'examples_gallery', 'highlight_spans', 'span_legend', 'notebook_html', 'external_resources', 'flatten',
+           'manifest_html', 'nav_html', 'render_run', 'read_sweep', 'load_sweep', 'condition_label', 'metric_table',
+           'plot_metric', 'in_percent', 'unit', 'fmt_ci', 'overall_label', 'Finding', 'varying_keys', 'plt_colours',
+           'disc_finding', 'length_finding', 'mmbench_finding', 'category_finding', 'headline_finding', 't2i_finding',
+           'pope_finding', 'finding', 'write_finding', 'compare_table', 'render_compare', 'quiet_progress', 'md_text',
+           'md_code', 'generic_summary_path', 'render_summary', 'runs_links_html', 'headline_value', 'render_index']
 
 # %% ../nbs/21_report.ipynb #59129d39
 MANIFEST = "manifest.json"
@@ -427,6 +427,7 @@ def _extremes(d: pd.DataFrame, group: str, what: str, digits: int = 1) -> str:
 
 
 # %% ../nbs/21_report.ipynb #f5bfda69
+@finding_for("haleval_disc")
 def disc_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Finding:
     "Hal-Eval discriminative: F1 per hallucination type by condition, with 95% CIs."
     import matplotlib.pyplot as plt
@@ -464,6 +465,7 @@ def _length_rows(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> pd.DataF
                     "event_high": event.ci_high.iloc[0] if len(event) else float("nan"), "n": acc.n})
     return pd.DataFrame(out).sort_values("tokens", ignore_index=True)
 
+@finding_for("haleval_gen")
 def length_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Finding:
     "Length study: hallucination rate (and the event share) against the measured length of the descriptions, in tokens and words."
     import matplotlib.pyplot as plt
@@ -497,6 +499,7 @@ def length_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Findin
 
 
 # %% ../nbs/21_report.ipynb #6d846934
+@finding_for("mmbench")
 def mmbench_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Finding:
     "MMBench: circular vs vanilla accuracy per category and condition (%)."
     import matplotlib.pyplot as plt
@@ -562,16 +565,22 @@ def headline_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Find
           f"{' points' if unit(head) else ''} over {len(d)} conditions." if len(d) > 1 else "Only one condition has a value.")
     return Finding(f"{head} by condition", fig, alt, [s1, s2], _cells(d.assign(metric=head), "condition", "metric"))
 
-FINDINGS = {"haleval_disc": disc_finding, "haleval_gen": length_finding, "mmbench": mmbench_finding,
-            "t2i_judge": category_finding("auroc", "category", "judge AUROC per category", "AUROC (0.5 = chance), bars: 95% CI", (0, 1)),
-            "pope": category_finding("f1", "split", "F1 per split (%)", "F1 (%), bars: 95% CI (clusters: images)", (0, 100))}
+@finding_for("t2i_judge")
+def t2i_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Finding:
+    "Text-to-image judge: AUROC per category by condition."
+    return category_finding("auroc", "category", "judge AUROC per category", "AUROC (0.5 = chance), bars: 95% CI", (0, 1))(info, metrics, sweep_dir)
+
+@finding_for("pope")
+def pope_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Finding:
+    "POPE: F1 per split by condition."
+    return category_finding("f1", "split", "F1 per split (%)", "F1 (%), bars: 95% CI (clusters: images)", (0, 100))(info, metrics, sweep_dir)
 
 def finding(sweep_dir: str | Path) -> Finding | None:
-    "The sweep's finding, chosen by its study notebook (`FINDINGS`, else its headline metric); None when there is nothing to show."
+    "The sweep's finding: the one its study notebook declares (`registry.finding_for`), else its headline metric; None when there is nothing to show."
     info = read_sweep(sweep_dir)
     _, metrics = load_sweep(sweep_dir)
     if metrics.empty or metrics["value"].notna().sum() == 0: return None
-    found = FINDINGS.get(Path(str(info.get("notebook", ""))).stem, headline_finding)(info, metrics, Path(sweep_dir))
+    found = (get_finding(Path(str(info.get("notebook", ""))).stem) or headline_finding)(info, metrics, Path(sweep_dir))
     if found is not None: found.fig.tight_layout()
     return found
 
