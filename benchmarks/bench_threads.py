@@ -4,7 +4,7 @@ the embedded tiny LLaVA (`load_model("tiny")`) and runs the T2I judge workload o
 through a fresh response cache, so every call reaches the model. Two thread settings are compared:
 
 - `default`: no OMP_NUM_THREADS / MKL_NUM_THREADS, so each process's torch takes as many threads as there are cores;
-- `budget`: OMP_NUM_THREADS = MKL_NUM_THREADS = max(1, cores // procs), the sweep's per-kernel thread budget.
+- `budget`: the variables `mmresearch.sweep.thread_budget` gives a kernel when `procs` runs share the machine.
 
 The processes load the model and warm up (one category, its own cache), then start the timed judging together. The
 settings alternate round by round (`--rounds`; the order flips each round) so other load on the machine falls on
@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+from mmresearch.sweep import THREAD_VARS, thread_budget
 
 
 def child(n: int) -> None:
@@ -50,10 +50,9 @@ def child(n: int) -> None:
                       "failed_calls": int((rows.failure == "call").sum())}), flush=True)
 
 
-def together(procs: int, threads: int | None, n: int) -> list[dict]:
-    "Start `procs` children with `threads` per process (None: torch's default), release them together, collect their timings."
-    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARS}
-    if threads is not None: env.update({k: str(threads) for k in THREAD_VARS})
+def together(procs: int, budget: dict | None, n: int) -> list[dict]:
+    "Start `procs` children with the thread variables `budget` (None: torch's default), release them together, collect their timings."
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARS} | (budget or {})
     kids = [subprocess.Popen([sys.executable, __file__, "--child", "--n", str(n)], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True, env=env) for _ in range(procs)]
     for k in kids:
@@ -73,14 +72,14 @@ def main() -> None:
     args = ap.parse_args()
     if args.child: return child(args.n)
     cores = os.cpu_count() or 1
-    budget = max(1, cores // args.procs)
-    print(f"{cores} cores, {args.procs} concurrent processes; budget = max(1, {cores} // {args.procs}) = {budget} thread(s) each")
+    budget = thread_budget(args.procs, cores=cores)
+    print(f"{cores} cores, {args.procs} concurrent processes; the sweep's budget: {budget['per_run']} thread(s) each")
     solo = together(1, None, args.n)[0]
     print(f"solo, default threads ({solo['torch_threads']}): {solo['questions']} questions in {solo['wall_s']:.2f} s")
     slowest = {"default": [], "budget": []}
     for r in range(args.rounds):
         for name in (("default", "budget") if r % 2 == 0 else ("budget", "default")):
-            res = together(args.procs, None if name == "default" else budget, args.n)
+            res = together(args.procs, None if name == "default" else budget["env"], args.n)
             slowest[name].append(max(x["wall_s"] for x in res))
             walls = ", ".join(f"{x['wall_s']:.2f} s" for x in res)
             fails = sum(x["failed_calls"] for x in res)
