@@ -21,12 +21,13 @@ from .metrics import metrics_by, probability_report, wide_table
 from .generation import yes_probabilities
 from .parsing import PARSERS, answer_columns
 from .registry import scorer
+from .repope import load_repope, relabel, relabel_counts, repope_difference
 from .scenes import Scene
 
 # %% auto #0
 __all__ = ['QUESTION_TEMPLATE', 'SPLITS', 'ITEM_COLUMNS', 'DEFAULT_POLICY', 'pope_question', 'sample_objects', 'object_stats',
            'keyed_rng', 'sample_negatives', 'pope_items', 'file_items', 'run_pope', 'pope_metrics', 'pope_wide',
-           'pope_probability_metrics', 'write_pope_questions', 'score_pope']
+           'pope_probability_metrics', 'write_pope_questions', 'repope_result', 'score_pope']
 
 # %% ../nbs/13_pope.ipynb #ac1a5a07
 QUESTION_TEMPLATE = "Is there {article} {object} in the image?"
@@ -337,6 +338,22 @@ def _truth_by_question_file(questions, labels) -> dict:
         if used[cat] != len(recs): raise ValueError(f"the {cat} label file has {len(recs)} questions, the question file {used[cat]}")
     return truth
 
+# %% ../nbs/13_pope.ipynb #e932e96a
+def repope_result(rows: pd.DataFrame, # scored POPE answers: category (the split), image, question, label, parsed, parse_ok, error
+                  folder: str | Path, # RePOPE's annotations folder
+                  n_boot: int = 1000, seed: int = 0) -> dict:
+    "The answers against RePOPE's labels: what RePOPE changed, its metrics per split, and the paired difference from POPE."
+    rows = relabel(rows, load_repope(folder), split="category")
+    kept = rows[rows.repope_label.notna()].assign(label=lambda t: t.repope_label)
+    diff = repope_difference(rows, by="category", n_boot=n_boot, seed=seed)
+    counts = relabel_counts(rows, by="category").set_index("category")
+    return {"labels": str(folder), "relabelled": {c: {k: int(v) for k, v in r.items()} for c, r in counts.iterrows()},
+            "overall": _group_result(kept, n_boot, seed) if len(kept) else None,
+            "by_category": {str(c): _group_result(g, n_boot, seed) for c, g in kept.groupby("category", sort=True)},
+            "difference": {c: {r.metric: {"pope": _json_num(r.pope), "repope": _json_num(r.repope), "difference": _json_num(r.difference),
+                                          "ci": [_json_num(r.ci_low), _json_num(r.ci_high)]} for r in g.itertuples()}
+                           for c, g in diff.groupby("category", sort=False)}}
+
 # %% ../nbs/13_pope.ipynb #45b53704
 @scorer("pope", domains=("in_domain", "easyvqa", "photos"))
 def score_pope(input_path: str | Path | Iterable[dict], # POPE answer file (JSON lines or array, optionally .gz), or its rows
@@ -344,6 +361,7 @@ def score_pope(input_path: str | Path | Iterable[dict], # POPE answer file (JSON
                parser: str = "pope", # "pope" (official first-sentence rule) or "final"
                labels: str | Path | Iterable[dict] | None = None, # POPE question file(s) with `label`: a file, a folder, or rows
                questions: str | Path | Iterable[dict] | None = None, # LLaVA-style question file: `question_id` -> `category`
+               repope: str | Path | None = None, # RePOPE's annotations folder: also score against its corrected labels
                seed: int = 0, n_boot: int = 1000, # bootstrap CIs
                extractor: CachedModel | None = None # answer extractor, for policy "reask"
               ) -> dict:
@@ -394,4 +412,5 @@ def score_pope(input_path: str | Path | Iterable[dict], # POPE answer file (JSON
         if len(cats) > 1:
             result["category_mean"] = {m: (None if any(c[m] is None for c in cats.values()) else round(sum(c[m] for c in cats.values()) / len(cats), 6))
                                        for m in ("accuracy", "precision", "recall", "f1", "yes_ratio")}
+    if repope is not None: result["repope"] = repope_result(df, repope, n_boot, seed)
     return result
