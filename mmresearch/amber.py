@@ -19,7 +19,7 @@ from .cache import CachedModel
 from .core import ImageRef, Request, Sample, user
 from .datasets import DataFormatError, LoadStats, dataset_hash
 from .metrics import metrics_by, ratio_ci
-from .parsing import PARSERS
+from .parsing import PARSERS, final_answer
 from .registry import scorer
 
 # %% auto #0
@@ -317,7 +317,8 @@ DISC_PARSERS = ("amber", *PARSERS)
 UNREADABLE_POLICIES = (None, "negative", "positive", "exclude")
 
 def _amber_exact(text: str) -> tuple[str | None, str]:
-    return {"Yes": "yes", "No": "no"}.get(text), "amber"
+    "AMBER's rule: the answer is exactly 'Yes' or 'No' (a reasoning model's final answer, after its reasoning)."
+    return {"Yes": "yes", "No": "no"}.get(final_answer(text)), "amber"
 
 def read_verdicts(responses: Sequence[str | None], # raw answers; None = failed call
                   parser: str = "amber", # "amber" (exact "Yes"/"No"), "final" or "pope"

@@ -20,6 +20,7 @@ import pandas as pd
 
 from .cache import CachedModel
 from .core import ImageRef, Request, Response, stable_hash, user
+from .parsing import final_answer
 from .metrics import mcnemar, mean_ci
 from .registry import scorer
 
@@ -331,7 +332,7 @@ def random_choice(letters: str, seed: int, pass_id: int) -> str:
     return letters[int(np.random.default_rng([seed, pass_id]).integers(len(letters)))]
 
 # %% ../nbs/14_mmbench.ipynb #f23c3dff
-STEPS = ("exact", "rule", "llm", "random", "skipped", "error")
+STEPS = ("exact", "rule", "llm", "random", "no_final_answer", "skipped", "error")   # how each pass was read
 
 def extract_choices(passes: Sequence[MCItem], # circular passes (rotated items)
                     responses: Sequence[Response], # the model's responses, in the same order
@@ -350,9 +351,11 @@ def extract_choices(passes: Sequence[MCItem], # circular passes (rotated items)
         row = dict(index=p.base_index, rotation=p.rotation, pass_id=p.index, category=p.category, l2_category=p.l2_category,
                    n_options=p.n_options, gold=p.answer, prediction=r.text, error=r.error.kind if r.error else None,
                    step=None, rule=None, choice=None, llm_tries=0)
+        answer = None if r.error else final_answer(r.text)   # a reasoning model's answer, never its reasoning
         if r.error: row["step"] = "error"
-        elif (c := exact_letter(r.text, p.letters + none_letter)): row.update(step="exact", choice=c)
-        elif (rc := rule_choice(r.text, p.options, none_letter)): row.update(step="rule", choice=rc[0], rule=rc[1])
+        elif answer is None: row.update(step="no_final_answer", choice=none_letter)
+        elif (c := exact_letter(answer, p.letters + none_letter)): row.update(step="exact", choice=c)
+        elif (rc := rule_choice(answer, p.options, none_letter)): row.update(step="rule", choice=rc[0], rule=rc[1])
         rows.append(row)
     settled = {row["index"] for row in rows if row["choice"] and row["choice"] != row["gold"]}
     pending: dict[int, list[int]] = {}
@@ -365,7 +368,7 @@ def extract_choices(passes: Sequence[MCItem], # circular passes (rotated items)
             else: todo.append(j)
         for attempt in range(tries if extractor is not None else 0):
             if not todo: break
-            replies = extractor.generate([extractor_request(passes[j], rows[j]["prediction"], none_letter, attempt, seed) for j in todo])
+            replies = extractor.generate([extractor_request(passes[j], final_answer(rows[j]["prediction"]), none_letter, attempt, seed) for j in todo])
             left = []
             for j, reply in zip(todo, replies):
                 rows[j]["llm_tries"] += 1

@@ -16,10 +16,26 @@ import pandas as pd
 from .core import Request, Response, read_jsonl, user
 
 # %% auto #0
-__all__ = ['PARSERS', 'POLICIES', 'EXTRACTOR_PROMPT', 'MISSING_ANSWER', 'YES_NO_CHAINS', 'LLM_CHAIN', 'final_yes_no',
-           'pope_yes_no', 'pope_rule', 'ParsedAnswer', 'reask_request', 'parse_answers', 'parse_yes_no',
-           'parse_failure_rate', 'answers_frame', 'answer_columns', 'read_rows', 'vlmevalkit_yes_no', 'Chain',
-           'parser_sensitivity', 'sensitivity_wide']
+__all__ = ['NO_FINAL_ANSWER', 'PARSERS', 'POLICIES', 'EXTRACTOR_PROMPT', 'MISSING_ANSWER', 'YES_NO_CHAINS', 'LLM_CHAIN',
+           'final_answer', 'final_yes_no', 'pope_yes_no', 'pope_rule', 'ParsedAnswer', 'reask_request', 'parse_answers',
+           'parse_yes_no', 'parse_failure_rate', 'answers_frame', 'answer_columns', 'read_rows', 'vlmevalkit_yes_no',
+           'Chain', 'parser_sensitivity', 'sensitivity_wide']
+
+# %% ../nbs/10_parsing.ipynb #4269c6ee
+_THINK_OPEN = re.compile(r"<think\b|◁think▷", re.I)
+_THINK_CLOSE = re.compile(r"</think>|◁/think▷", re.I)
+_ANSWER_BLOCK = re.compile(r"<answer>(.*?)</answer>", re.I | re.S)
+NO_FINAL_ANSWER = "no_final_answer"   # the method of a reply whose reasoning never ended
+
+def final_answer(text: str # a model's reply
+                ) -> str | None:
+    "The part of a reply that answers (stripped): the last closed `<answer>` block, else what follows the last closing think tag; None when reasoning never ended."
+    if blocks := _ANSWER_BLOCK.findall(text): return blocks[-1].strip()
+    closes = list(_THINK_CLOSE.finditer(text))
+    rest = text[closes[-1].end():] if closes else text
+    if _THINK_OPEN.search(rest): return None                  # a think block left open: the budget ran out
+    if not closes: return text                                 # no reasoning: the reply as written
+    return rest.strip() or None                                # reasoning and nothing after it: no answer either
 
 # %% ../nbs/10_parsing.ipynb #dfa7fd1d
 _WORDS = {"yes": "yes", "yeah": "yes", "yep": "yes", "yup": "yes", "no": "no", "nope": "no"}
@@ -37,15 +53,15 @@ _LEADING = re.compile(
     r"\s(?:it|it's|its|the|there|there's|this|that|i|they|because|since|as|but)\b)", re.I)
 
 def _clean(text: str) -> str:
-    "The part of `text` to read: after the last `</think>`, without markdown emphasis."
-    if "</think>" in text: text = text.rsplit("</think>", 1)[1] or text
+    "The text to read, without markdown emphasis (`final_answer` has already cut a reasoning model's reasoning)."
     return re.sub(r"[*_`#]+", "", text).strip()
 
 # %% ../nbs/10_parsing.ipynb #a9087e49
 def final_yes_no(text: str # a model's free-form answer
                 ) -> tuple[str | None, str]:
     "The final yes/no verdict in `text` and the rule that found it (`marker`, `trailing`, `leading`), or `(None, 'none')`."
-    t = _clean(text)
+    if (answer := final_answer(text)) is None: return None, NO_FINAL_ANSWER
+    t = _clean(answer)
     markers = list(_MARKER.finditer(t))
     if markers: return _WORDS[markers[-1].group(1).lower()], "marker"
     for rule, rx in (("trailing", _TRAILING), ("leading", _LEADING)):
@@ -66,8 +82,9 @@ def pope_yes_no(text: str # a model's answer to "Is there a {object} in the imag
 # %% ../nbs/10_parsing.ipynb #4a8c389e
 def pope_rule(text: str # a model's answer
              ) -> tuple[str | None, str]:
-    "POPE's rule, with its default made visible: ('no' | 'yes' | None, 'pope')."
-    words = _pope_words(text)
+    "POPE's rule on the final answer, with its default made visible: ('no' | 'yes' | None, 'pope')."
+    if (answer := final_answer(text)) is None: return None, NO_FINAL_ANSWER
+    words = _pope_words(answer)
     if any(w in _POPE_NEGATIONS for w in words): return "no", "pope"
     return ("yes" if any(w.lower().strip("!?;:'\"") == "yes" for w in words) else None), "pope"
 
@@ -99,6 +116,8 @@ def _parse_one(raw: str | None, policy: str, parser: str) -> ParsedAnswer:
     if raw is None: return ParsedAnswer(None, None, None, policy, "call_error", parser)
     verdict, method = PARSERS[parser](raw)
     if verdict is not None: return ParsedAnswer(raw, verdict, True, policy, method, parser)
+    if method == NO_FINAL_ANSWER:           # unfinished reasoning: unreadable, and never shown to an extractor
+        return ParsedAnswer(raw, _DEFAULTS.get(policy, (None,))[0], False, policy, method, parser)
     if policy == "reask": return ParsedAnswer(raw, None, False, policy, "reask_pending", parser)
     default, method = _DEFAULTS[policy]
     return ParsedAnswer(raw, default, False, policy, method, parser)
@@ -209,7 +228,8 @@ _SENTENCE_STOP = re.compile(r"(?<!\d)\.(?!\d)")
 def vlmevalkit_yes_no(text: str # a model's answer
                      ) -> tuple[str | None, str]:
     "VLMEvalKit-style word matching: 'yes' if the word yes appears without no, 'no' the reverse, else None."
-    words = set(_SENTENCE_STOP.sub("", _VLMEVAL_SPACE.sub(" ", text.lower())).split())
+    if (answer := final_answer(text)) is None: return None, NO_FINAL_ANSWER
+    words = set(_SENTENCE_STOP.sub("", _VLMEVAL_SPACE.sub(" ", answer.lower())).split())
     has_yes, has_no = "yes" in words, "no" in words
     return ("yes" if has_yes else "no") if has_yes != has_no else None, "vlmevalkit"
 

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, fie
 
 from .cache import CachedModel
 from .core import ImageRef, Message, Request, Response, Sample, stable_hash, user
+from .parsing import final_answer
 from .datasets import IMAGE_SUFFIXES, DataFormatError
 from .metrics import auroc, correlation, mean_ci
 from .rendering import render
@@ -542,8 +543,14 @@ class Verdict(BaseModel):
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
+def _answer_part(text: str) -> str:
+    "A reasoning judge's final answer (`parsing.final_answer`); unfinished reasoning is an `InvalidVerdict`."
+    if (answer := final_answer(text)) is None: raise InvalidVerdict("the reply ends inside its reasoning: no final answer")
+    return answer
+
 def parse_score(text: str, max_score: int) -> Verdict:
     "The score of a score-only reply: its one number, an integer from 1 to `max_score` (no explanation); else `InvalidVerdict`."
+    text = _answer_part(text)
     found = list(dict.fromkeys(_NUMBER.findall(text)))
     if not found: raise InvalidVerdict("the reply has no number")
     if len({float(n) for n in found}) > 1: raise InvalidVerdict(f"the reply has several numbers ({', '.join(found)}); give one")
@@ -554,6 +561,7 @@ def parse_score(text: str, max_score: int) -> Verdict:
 
 def parse_verdict(text: str, max_score: int) -> Verdict:
     "The `Verdict` in a judge's reply, or `InvalidVerdict` saying what is wrong."
+    text = _answer_part(text)
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end < start: raise InvalidVerdict("the reply has no JSON object")
     try: obj = json.loads(text[start:end + 1])
