@@ -28,6 +28,7 @@ from .core import (ImageDecodeError, ImageRef, Message, Request, Response, optio
                              register_secret_env, stable_hash)
 from .blind import BlindModel
 from .generation import as_list, cut_at_stop, default_device, folder_hash, generate_in_batches
+from .parsing import ends_in_reasoning, final_answer
 
 # %% auto #0
 __all__ = ['SCRIPTS', 'CONTINUOUS_FAMILIES', 'MODEL_KINDS', 'Model', 'ScriptedModel', 'to_openai_messages',
@@ -146,8 +147,13 @@ def _parse_completion(body: dict, latency_s: float, options: tuple[str, ...] = (
     "A `Response` from a chat-completions JSON body; a body without message text raises `ValueError` (malformed)."
     try: choice, usage = body["choices"][0], body.get("usage") or {}
     except (KeyError, IndexError, TypeError) as e: raise ValueError(f"chat completion without choices: {str(body)[:200]}") from e
-    text = (choice.get("message") or {}).get("content")
+    message = choice.get("message") or {}
+    text = message.get("content")
     if not isinstance(text, str): raise ValueError(f"chat completion without message content: {str(choice)[:200]}")
+    reasoned = message.get("reasoning_content") or message.get("reasoning") or final_answer(text) != text
+    if options and reasoned:
+        return Response.failed("unsupported", "the model reasoned before answering, so the first token's log probabilities are "
+                               "reasoning's, not a verdict's; score this model from its generated answers", latency_s=latency_s)
     return Response(text, prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
                     latency_s=latency_s, finish_reason=choice.get("finish_reason"),
                     option_probs=_option_probs(choice, options) if options else None)
@@ -480,7 +486,10 @@ def _prompts(self: HFModel, reqs: list[Request], out: list) -> list[tuple[int, s
         except ImageDecodeError as e: out[j] = Response.failed("bad_request", str(e)); continue
         except Exception as e: out[j] = Response.failed("model", f"prompt: {type(e).__name__}: {e}"); continue
         try: self._option_ids(r.score_options)
-        except ValueError as e: out[j] = Response.failed("unsupported", str(e)); live.pop()
+        except ValueError as e: out[j] = Response.failed("unsupported", str(e)); live.pop(); continue
+        if r.score_options and ends_in_reasoning(live[-1][1]):   # the first answer token would be reasoning, not a verdict
+            out[j] = Response.failed("unsupported", f"{self.fingerprint}: the chat template opens a reasoning block for the answer, so its "
+                                     "first token is reasoning; score this model from its generated answers"); live.pop()
     return live
 
 # %% ../nbs/02_models.ipynb #1592a183

@@ -17,9 +17,9 @@ from .core import Request, Response, read_jsonl, user
 
 # %% auto #0
 __all__ = ['NO_FINAL_ANSWER', 'PARSERS', 'POLICIES', 'EXTRACTOR_PROMPT', 'MISSING_ANSWER', 'YES_NO_CHAINS', 'LLM_CHAIN',
-           'final_answer', 'final_yes_no', 'pope_yes_no', 'pope_rule', 'ParsedAnswer', 'reask_request', 'parse_answers',
-           'parse_yes_no', 'parse_failure_rate', 'answers_frame', 'answer_columns', 'read_rows', 'vlmevalkit_yes_no',
-           'Chain', 'parser_sensitivity', 'sensitivity_wide']
+           'ends_in_reasoning', 'final_answer', 'final_yes_no', 'pope_yes_no', 'pope_rule', 'ParsedAnswer',
+           'reask_request', 'parse_answers', 'parse_yes_no', 'parse_failure_rate', 'answers_frame', 'answer_columns',
+           'read_rows', 'vlmevalkit_yes_no', 'Chain', 'parser_sensitivity', 'sensitivity_wide']
 
 # %% ../nbs/10_parsing.ipynb #4269c6ee
 _THINK_OPEN = re.compile(r"<think\b|◁think▷", re.I)
@@ -27,15 +27,19 @@ _THINK_CLOSE = re.compile(r"</think>|◁/think▷", re.I)
 _ANSWER_BLOCK = re.compile(r"<answer>(.*?)</answer>", re.I | re.S)
 NO_FINAL_ANSWER = "no_final_answer"   # the method of a reply whose reasoning never ended
 
+def ends_in_reasoning(text: str) -> bool:
+    "Does `text` end inside a think block (an opening marker after the last closing one)?"
+    closes = list(_THINK_CLOSE.finditer(text))
+    return bool(_THINK_OPEN.search(text[closes[-1].end():] if closes else text))
+
 def final_answer(text: str # a model's reply
                 ) -> str | None:
     "The part of a reply that answers (stripped): the last closed `<answer>` block, else what follows the last closing think tag; None when reasoning never ended."
     if blocks := _ANSWER_BLOCK.findall(text): return blocks[-1].strip()
+    if ends_in_reasoning(text): return None                   # a think block left open: the budget ran out
     closes = list(_THINK_CLOSE.finditer(text))
-    rest = text[closes[-1].end():] if closes else text
-    if _THINK_OPEN.search(rest): return None                  # a think block left open: the budget ran out
     if not closes: return text                                 # no reasoning: the reply as written
-    return rest.strip() or None                                # reasoning and nothing after it: no answer either
+    return text[closes[-1].end():].strip() or None             # reasoning and nothing after it: no answer either
 
 # %% ../nbs/10_parsing.ipynb #dfa7fd1d
 _WORDS = {"yes": "yes", "yeah": "yes", "yep": "yes", "yup": "yes", "no": "no", "nope": "no"}

@@ -157,3 +157,32 @@ def test_tiny_model_p_yes_agrees_with_its_pope_answers():
     for r in answered:
         word = r.text.strip().lower()
         assert r.option_probs[word] > r.option_probs["no" if word == "yes" else "yes"], r
+
+
+# --- reasoning models: never the probability of a reasoning token (issue 22) ----------------------------------------
+
+def test_hf_reasoning_template_is_unsupported(tmp_path):
+    "A chat template that opens a think block for the answer (as Qwen3's thinking mode does) makes first-token scoring a typed error; answers still come."
+    folder = make_tiny_family("qwen2_vl", tmp_path/"qwen2_vl")
+    template = (folder/"chat_template.jinja").read_text()
+    assert template.endswith("<|im_start|>assistant\n{% endif %}")
+    (folder/"chat_template.jinja").write_text(template.replace("<|im_start|>assistant\n{% endif %}", "<|im_start|>assistant\n<think>\n{% endif %}"))
+    model = HFModel(str(folder))
+    p, why = yes_probabilities(model, [question("red")])
+    assert math.isnan(p[0]) and why[0].startswith("unsupported:") and "reasoning" in why[0]
+    assert model.generate([question("red", n=3)])[0].ok
+
+
+@pytest.mark.parametrize("message", [{"content": "<think>", "reasoning_content": None},
+                                     {"content": "Yes", "reasoning_content": "The image shows a red circle, so"},
+                                     {"content": "Yes", "reasoning": "red circle present"}],
+                         ids=["think-tag", "reasoning_content", "reasoning"])
+def test_server_reasoning_is_unsupported(tmp_path, message):
+    "A server whose reply reasons first (a think tag in the content, or vLLM/DeepSeek-style reasoning fields) gives no option probabilities."
+    def body(b: dict) -> dict:
+        return {"choices": [{"message": {"role": "assistant", **message}, "finish_reason": "length",
+                             "logprobs": {"content": [{"token": "Yes", "logprob": -0.1, "top_logprobs": []}]}}]}
+    from mmresearch.models import _parse_completion
+    r = _parse_completion(body({}), 0.0, YES_NO)
+    assert not r.ok and r.error.kind == "unsupported" and "reasoned" in r.error.message
+    assert _parse_completion(body({}), 0.0).ok            # a plain answer (no score options) is still an answer
