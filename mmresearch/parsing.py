@@ -19,7 +19,8 @@ from .core import Request, Response, read_jsonl, user
 __all__ = ['NO_FINAL_ANSWER', 'PARSERS', 'POLICIES', 'EXTRACTOR_PROMPT', 'MISSING_ANSWER', 'YES_NO_CHAINS', 'LLM_CHAIN',
            'ends_in_reasoning', 'final_answer', 'final_yes_no', 'pope_yes_no', 'pope_rule', 'ParsedAnswer',
            'reask_request', 'parse_answers', 'parse_yes_no', 'parse_failure_rate', 'answers_frame', 'answer_columns',
-           'read_rows', 'vlmevalkit_yes_no', 'Chain', 'parser_sensitivity', 'sensitivity_wide']
+           'read_rows', 'vlmevalkit_words', 'vlmevalkit_verdict', 'vlmevalkit_yes_no', 'Chain', 'parser_sensitivity',
+           'sensitivity_wide']
 
 # %% ../nbs/10_parsing.ipynb #4269c6ee
 _THINK_OPEN = re.compile(r"<think\b|◁think▷", re.I)
@@ -226,16 +227,30 @@ def read_rows(rows: str | Path | pd.DataFrame | Iterable[dict], # a JSON Lines f
     return pd.DataFrame(records)
 
 # %% ../nbs/10_parsing.ipynb #2cc40617
-_VLMEVAL_SPACE = re.compile(r"[;/\[\]\"{}()=+\\_\-><@`,?!]")   # ':' and "'" stay attached to their words, as there
+_VLMEVAL_PUNCT = (";", "/", "[", "]", '"', "{", "}", "(", ")", "=", "+", "\\", "_", "-", ">", "<", "@", "`", ",", "?", "!")
+_DIGIT_COMMA = re.compile(r"(\d)(,)(\d)")
 _SENTENCE_STOP = re.compile(r"(?<!\d)\.(?!\d)")
+
+def vlmevalkit_words(text: str # a model's answer, as written
+                    ) -> list[str]:
+    "VLMEvalKit's words of an answer: lower-cased, each mark of `_VLMEVAL_PUNCT` deleted or spaced, sentence stops dropped."
+    s = text.lower()
+    out, digits = s, _DIGIT_COMMA.search(s) is not None
+    for p in _VLMEVAL_PUNCT:   # deleted when it touches a space anywhere in the answer (or the answer has "1,000"), else a space
+        out = out.replace(p, "" if digits or p + " " in s or " " + p in s else " ")
+    return _SENTENCE_STOP.sub("", out, count=32).split()   # count=32: VLMEvalKit passes re.UNICODE (32) where count goes
+
+def vlmevalkit_verdict(text: str) -> str | None:
+    "VLMEvalKit's YOrN rule on the whole answer: 'yes' if the word yes appears without no, 'no' the reverse, else None (Unknown)."
+    words = set(vlmevalkit_words(text))
+    has_yes, has_no = "yes" in words, "no" in words
+    return ("yes" if has_yes else "no") if has_yes != has_no else None
 
 def vlmevalkit_yes_no(text: str # a model's answer
                      ) -> tuple[str | None, str]:
-    "VLMEvalKit-style word matching: 'yes' if the word yes appears without no, 'no' the reverse, else None."
+    "VLMEvalKit's word rule on the final answer (`vlmevalkit_verdict`), as a parser."
     if (answer := final_answer(text)) is None: return None, NO_FINAL_ANSWER
-    words = set(_SENTENCE_STOP.sub("", _VLMEVAL_SPACE.sub(" ", answer.lower())).split())
-    has_yes, has_no = "yes" in words, "no" in words
-    return ("yes" if has_yes else "no") if has_yes != has_no else None, "vlmevalkit"
+    return vlmevalkit_verdict(answer), "vlmevalkit"
 
 PARSERS["vlmevalkit"] = vlmevalkit_yes_no
 

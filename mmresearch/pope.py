@@ -21,6 +21,7 @@ from .metrics import metrics_by, probability_report, wide_table
 from .generation import yes_probabilities
 from .parsing import PARSERS, answer_columns
 from .registry import scorer
+from .protocols import protocol_table
 from .repope import load_repope, relabel, relabel_counts, repope_difference
 from .scenes import Scene
 
@@ -362,6 +363,7 @@ def score_pope(input_path: str | Path | Iterable[dict], # POPE answer file (JSON
                labels: str | Path | Iterable[dict] | None = None, # POPE question file(s) with `label`: a file, a folder, or rows
                questions: str | Path | Iterable[dict] | None = None, # LLaVA-style question file: `question_id` -> `category`
                repope: str | Path | None = None, # RePOPE's annotations folder: also score against its corrected labels
+               protocols: bool = False, # also score as POPE's script, LLaVA, VLMEvalKit and lmms-eval do (`protocols.POPE_PROTOCOLS`)
                seed: int = 0, n_boot: int = 1000, # bootstrap CIs
                extractor: CachedModel | None = None # answer extractor, for policy "reask"
               ) -> dict:
@@ -413,4 +415,7 @@ def score_pope(input_path: str | Path | Iterable[dict], # POPE answer file (JSON
             result["category_mean"] = {m: (None if any(c[m] is None for c in cats.values()) else round(sum(c[m] for c in cats.values()) / len(cats), 6))
                                        for m in ("accuracy", "precision", "recall", "f1", "yes_ratio")}
     if repope is not None: result["repope"] = repope_result(df, repope, n_boot, seed)
+    if protocols:
+        table = protocol_table(df, split="category", cluster="image" if df.image.notna().all() else None, n_boot=n_boot, seed=seed)
+        result["protocols"] = [{k: (_json_num(v) if isinstance(v, float) else v) for k, v in r.items()} for r in table.to_dict("records")]
     return result

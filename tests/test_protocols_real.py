@@ -1,0 +1,60 @@
+"""Protocol replay (issue 22): the same POPE answers scored as each harness scores them. Expected values were computed
+by RUNNING each harness's own code at the commit named in `protocols.POPE_PROTOCOLS` (VLMEvalKit's YOrN_Extraction and
+POPE_rating with exact matching; lmms-eval's pope_process_results and aggregation functions; POPE's evaluate.py and
+LLaVA's eval_pope.py as written) on the same answers, outside this repository; their code is not copied here."""
+import json
+from pathlib import Path
+
+import pytest
+
+from mmresearch.pope import score_pope
+
+FIX = Path(__file__).parent/"fixtures"
+LLAVA = FIX/"pope_real"/"llava15"
+HEAD = FIX/"pope_real"/"coco_pope_adversarial_head.jsonl"
+MESSY = ["Yes", "No.", "Yes, there is a snowboard.", "There is no sandwich in the image.", "yes", "I don't think so.",
+         "Yes, but it is not clear.", " no ", "Yes - no-brainer.", "No, there is not.", "Hmm.", "YES!"]
+
+
+def table(result: dict) -> dict:
+    return {(r["protocol"], r["category"], r["metric"]): r for r in result["protocols"]}
+
+
+@pytest.fixture(scope="module")
+def llava():
+    return table(score_pope(LLAVA/"llava-v1.5-13b.jsonl.gz", questions=LLAVA/"llava_pope_test.jsonl.gz", labels=LLAVA/"coco",
+                            protocols=True, n_boot=200))
+
+
+def test_llava15_each_protocol_equals_its_harness(llava):
+    "LLaVA-1.5-13B answers 'Yes'/'No' only, so every harness agrees with POPE's counts; each aggregate is its own."
+    # VLMEvalKit POPE_rating 'Overall' (pooled): F1 85.932388, acc 86.969697, precision 94.484412, recall 78.8
+    for m, v in {"f1": 85.932388, "accuracy": 86.969697, "precision": 94.484412, "recall": 78.8}.items():
+        assert llava["vlmevalkit", "all", m]["value"] == pytest.approx(v, abs=1e-5)
+        assert llava["lmms_eval", "all", m]["value"] == pytest.approx(v, abs=1e-5)     # lmms-eval's pope task, all splits
+    # LLaVA's eval_pope per split, and the paper's figure: their mean
+    f1 = {s: llava["llava_eval_pope", s, "f1"]["value"] for s in ("adversarial", "popular", "random")}
+    assert [round(v, 3) for v in f1.values()] == [84.459, 86.246, 87.136]
+    assert llava["llava_eval_pope", "all", "f1"]["value"] == pytest.approx(85.946881, abs=1e-5)
+    assert llava["pope_official", "all", "f1"]["value"] is None                   # POPE's script reports splits only
+    assert llava["pope_official", "random", "accuracy"]["value"] == pytest.approx(88.006873, abs=1e-5)
+    assert llava["vlmevalkit", "all", "f1"]["diff"] == pytest.approx(0, abs=1e-9)   # ours (POPE's rule, pooled) = VLMEvalKit here
+    assert llava["vlmevalkit", "all", "f1"]["n_clusters"] == 500
+
+
+def test_messy_answers_separate_the_protocols():
+    "Twelve answers in several styles: each harness's figures, as its own code computes them."
+    rows = [json.loads(l) for l in HEAD.read_text().splitlines()]
+    answers = [{"question_id": r["question_id"], "text": m, "label": r["label"], "image": r["image"], "category": "adversarial"}
+               for r, m in zip(rows, MESSY)]
+    t = table(score_pope(answers, protocols=True, n_boot=200))
+    expected = {   # computed by running each harness's code on these answers
+        "pope_official": {"accuracy": 75.0, "precision": 500 / 7, "recall": 500 / 6, "f1": 1000 / 13},  # evaluate.py: TP 5 FP 2 TN 4 FN 1
+        "vlmevalkit": {"accuracy": 75.0, "precision": 500 / 6, "recall": 500 / 6, "f1": 500 / 6},       # 2 Unknown: 'no' for F1, wrong for acc
+        "lmms_eval": {"accuracy": 25.0, "precision": 100.0, "recall": 100.0, "f1": 100.0},              # only 'yes', ' no ' and 'yes' match
+    }
+    for proto, figures in expected.items():
+        for m, v in figures.items():
+            assert t[proto, "adversarial", m]["value"] == pytest.approx(v, abs=1e-6), (proto, m)
+    assert t["lmms_eval", "adversarial", "accuracy"]["diff"] == pytest.approx(25.0 - t["ours", "adversarial", "accuracy"]["value"])
+    assert t["lmms_eval", "adversarial", "accuracy"]["diff_ci_high"] < 0      # paired interval: clearly below ours
