@@ -21,17 +21,18 @@ import pandas as pd
 from .cache import CachedModel
 from .core import ImageRef, Request, Response, stable_hash, user
 from .parsing import final_answer
-from .metrics import mcnemar, mean_ci
+from .metrics import cluster_bootstrap_sums, mcnemar, mean_ci, percentile_ci
 from .registry import scorer
 
 # %% auto #0
 __all__ = ['LETTERS', 'ROTATION_OFFSET', 'MMBENCH_PROMPT', 'HINT_LINE', 'REQUIRED_TSV_COLUMNS', 'EXTRACTOR_PROMPT', 'STEPS',
-           'PREDICTION_SUFFIXES', 'MCItem', 'rotate', 'circular_passes', 'format_options', 'mc_prompt', 'mc_request',
-           'template_hash', 'MMBenchFormatError', 'TSVLoad', 'load_mmbench_tsv', 'write_mmbench_tsv', 'exact_letter',
-           'rule_choice', 'extractor_request', 'parse_extractor_reply', 'random_choice', 'extract_choices',
-           'item_results', 'accuracy_table', 'step_table', 'CircularResult', 'circular_eval', 'score_passes', 'mc_item',
-           'items_from_facts', 'read_questions', 'score_predictions', 'score_mmbench', 'vlmevalkit_choice',
-           'mc_parser_sensitivity']
+           'PREDICTION_SUFFIXES', 'MC_PROTOCOLS', 'MCItem', 'rotate', 'circular_passes', 'format_options', 'mc_prompt',
+           'mc_request', 'template_hash', 'MMBenchFormatError', 'TSVLoad', 'load_mmbench_tsv', 'write_mmbench_tsv',
+           'exact_letter', 'rule_choice', 'extractor_request', 'parse_extractor_reply', 'random_choice',
+           'extract_choices', 'item_results', 'accuracy_table', 'step_table', 'CircularResult', 'circular_eval',
+           'score_passes', 'mc_item', 'items_from_facts', 'read_questions', 'score_predictions', 'score_mmbench',
+           'vlmevalkit_choice', 'mc_parser_sensitivity', 'lmms_eval_choice', 'lmms_eval_static_choice',
+           'mc_protocol_table']
 
 # %% ../nbs/14_mmbench.ipynb #f8fcce85
 LETTERS = string.ascii_uppercase
@@ -630,6 +631,7 @@ def score_predictions(src: str | Path | pd.DataFrame, # predictions: JSONL, VLME
                       seed: int = 0, # seeds the random fallback, the extractor's retry sampling and the bootstrap
                       n_boot: int = 1000,
                       questions: str | Path | None = None, # MMBench question TSV: gold answers, options, categories by index
+                      protocols: bool = False, # also grade as VLMEvalKit and lmms-eval do (`mc_protocol_table`)
                       ) -> tuple[dict, pd.DataFrame]:
     "Score predictions made elsewhere: (JSON-serialisable metrics dict, per-pass DataFrame)."
     name, raw, provenance = _prediction_rows(src, questions)
@@ -646,6 +648,7 @@ def score_predictions(src: str | Path | pd.DataFrame, # predictions: JSONL, VLME
         where[item.index] = loc
         passes.append(item); responses.append(resp)
     result = score_passes(passes, responses, extractor, none_letter, tries, seed, n_boot, **provenance)
+    if protocols: result.metrics["protocols"] = mc_protocol_table(passes, result.answers, n_boot, seed).to_dict("records")
     return result.metrics, result.answers
 
 # %% ../nbs/14_mmbench.ipynb #e6cc6710
@@ -654,27 +657,35 @@ def score_mmbench(input_path: str | Path, # predictions: JSONL, VLMEvalKit xlsx/
                   questions: str | Path | None = None, # MMBench question TSV to join on index (needed for LLaVA's answers)
                   none_letter: str = "Z",
                   seed: int = 0, # seeds the random fallback letter (answers no rule decides) and the bootstrap CIs
-                  n_boot: int = 1000) -> dict:
+                  n_boot: int = 1000,
+                  protocols: bool = False # also grade as VLMEvalKit and lmms-eval do, with paired differences from ours
+                 ) -> dict:
     "CircularEval metrics of a predictions file (rules then seeded random choice; no LLM extractor), as JSON."
-    return score_predictions(input_path, none_letter=none_letter, seed=seed, n_boot=n_boot, questions=questions)[0]
+    return score_predictions(input_path, none_letter=none_letter, seed=seed, n_boot=n_boot, questions=questions, protocols=protocols)[0]
 
 # %% ../nbs/14_mmbench.ipynb #16f295ac
+_VLMEVAL_REFUSALS = ("Sorry, I can't help with images of people yet.", "I can't process this file.",
+                     "I'm sorry, but without the image provided", "Cannot determine the answer")
 _VLMEVAL_MC_SPACE = re.compile(r"[.()\[\],:;!*#{}]")
-_VLMEVAL_ANSWER_IS = re.compile(r"(?i)(?:correct\s+)?answer\s+is\s+\**([A-Z])\**")
+_VLMEVAL_ANSWER_IS = re.compile(r"(?i)(?:correct\s+)?answer\s+is\s+\**([ABCD])\**")
 
 def vlmevalkit_choice(text: str, # a model's answer
                       options: Mapping[str, str] # letter -> option text
                      ) -> str | None:
-    "VLMEvalKit-style exact matching: a lone option letter among the last five words, 'answer is X', or a lone option text; else None."
-    words = _VLMEVAL_MC_SPACE.sub(" ", text).split()
-    found = [c for c in options if c in words]
-    if len(found) == 1 and words.index(found[0]) > len(words) - 5: return found[0]
-    if (m := _VLMEVAL_ANSWER_IS.search(text)) and m.group(1).upper() in options: return m.group(1).upper()
+    "VLMEvalKit's exact matching (`can_infer`): a lone option letter among the last five words, a lone 'Z', 'answer is X', or a lone option text; 'Z' for its refusals; else None."
+    text = str(text)
+    if "Failed to obtain answer via API" not in text:   # its failed-judge sentinel skips the letter rules only
+        if any(r in text for r in _VLMEVAL_REFUSALS): return "Z"
+        words = _VLMEVAL_MC_SPACE.sub(" ", text).split()
+        found = [c for c in options if c in words]
+        if len(found) == 1:
+            if words.index(found[0]) > len(words) - 5: return found[0]
+        elif not found and "Z" in words: return "Z"
+        if (m := _VLMEVAL_ANSWER_IS.search(text)) and m.group(1).upper() in options: return m.group(1).upper()
     low = text.lower()
-    if len(low) <= 2 * sum(len(v) for v in options.values()):
-        hits = [c for c, v in options.items() if v.lower() in low]
-        if len(hits) == 1: return hits[0]
-    return None
+    if len(low) > 2 * sum(len(str(v)) for v in options.values()): return None
+    hits = [c for c, v in options.items() if str(v).lower() in low]
+    return hits[0] if len(hits) == 1 else None
 
 # %% ../nbs/14_mmbench.ipynb #53229d44
 def mc_parser_sensitivity(passes: Sequence[MCItem], # the passes that were answered
@@ -706,3 +717,102 @@ def mc_parser_sensitivity(passes: Sequence[MCItem], # the passes that were answe
                              diff=100 * diff["value"], diff_ci_low=100 * diff["ci_low"], diff_ci_high=100 * diff["ci_high"],
                              p_value=p, n=len(x), cluster="item"))
     return pd.DataFrame(rows)
+
+# %% ../nbs/14_mmbench.ipynb #0dbe8372
+_LMMS_WRAPS = (("", "."), ("", ","), ("", ":"), ("", ")"), ("", ")."), ("(", ")"), ("(", ")."), (":", ""), (":", ","),
+               (":", "."), (":", ")"), (":", ")."))
+
+def lmms_eval_choice(text: str, # a model's answer
+                     options: dict[str, str] # letter -> option text (A-D)
+                    ) -> str | None:
+    "lmms-eval MMBench's `can_infer`: a lone letter A-E among the words (an option or not), a lone wrapped letter, or a lone option text; else None."
+    words, letters = [w.strip() for w in text.split()], "ABCDE"
+    if "Failed to obtain answer via API" not in text:   # its failed-judge sentinel skips the letter rules only
+        if sum(c in words for c in letters) == 1 and not ("A" in words and len(words) > 3):
+            for c in letters:          # A-E whatever the options: a lone "E" is read as E, a wrong letter
+                if c in words: return c
+        for pre, post in _LMMS_WRAPS:
+            if sum(pre + c + post in words for c in letters) == 1:
+                for c in letters:
+                    if pre + c + post in words: return c
+    low = text.lower()
+    hits = [c for c, v in options.items() if str(v).lower() in low]
+    return hits[0] if len(hits) == 1 else None
+
+# %% ../nbs/14_mmbench.ipynb #5692e802
+_MCQ_PHRASES = ("the answer is", "answer is", "the correct answer is", "correct answer is", "the best answer is",
+                "best answer is", "the correct option is", "correct option is", "the best option is", "best option is",
+                "the choice is", "choice is", "the correct choice is", "correct choice is", "i choose", "i select",
+                "i pick", "my answer is", "my choice is", "옵션", "정답은", "답은", "답:", "答案是", "答案为", "选", "答えは")
+_MCQ_RANK = {"start": 10, "end": 9, "phrase": 7, "parentheses": 6, "period": 5, "colon": 4, "right_paren": 3, "space": 2, "fallback": 0}
+
+def lmms_eval_static_choice(text: str, # a model's answer
+                            letters: str # the item's option letters
+                           ) -> str | None:
+    "lmms-eval's `extract_mcq_answer`: every letter found in a known form, the best-ranked form and then the last position wins; None if none."
+    if not text or not text.strip(): return None
+    t = text.strip()
+    for mark in ",.!?;:'\"": t = t.strip(mark)
+    t, found = f" {t} ", []
+    for form, shape in (("parentheses", "({})"), ("period", "{}."), ("colon", "{}:"), ("right_paren", "{})"), ("space", "{} ")):
+        found += [(c, t.rfind(shape.format(c)), form) for c in letters if shape.format(c) in t]
+    low = t.lower()
+    for phrase in _MCQ_PHRASES:
+        if (at := low.find(phrase)) != -1:
+            found += [(c, t.find(c, at + len(phrase)), "phrase") for c in letters if t.find(c, at + len(phrase)) != -1]
+    bare = t.strip()
+    found += [(c, 0, "start") for c in letters if bare.startswith(c) and (len(bare) == 1 or not bare[1].isalpha())]
+    found += [(c, len(t) - 1, "end") for c in letters if bare.endswith(c) and (len(bare) == 1 or not bare[-2].isalpha())]
+    if not found: found = [(c, t.rfind(c), "fallback") for c in letters if c in t]
+    return max(found, key=lambda f: (_MCQ_RANK[f[2]], f[1]))[0] if found else None
+
+# %% ../nbs/14_mmbench.ipynb #fb5d559e
+MC_PROTOCOLS = {
+    "vlmevalkit": "open-compass/VLMEvalKit@e8e78f0: vlmeval/utils/matching_util.py can_infer and "
+                  "vlmeval/dataset/utils/multiple_choice.py eval_circular_group / eval_vanilla, exact matching (no judge model)",
+    "lmms_eval": "EvolvingLMMs-Lab/lmms-eval@75571cf: lmms_eval/tasks/mmbench/mmbench_evals.py eval_sub_data, eval_method "
+                 "'static' (lmms_eval/tasks/_task_utils/mcq_extract.py); circular only",
+}
+
+def _item_hits(passes: dict[int, MCItem], answers: pd.DataFrame, protocol: str) -> pd.DataFrame:
+    "Per item: circular and vanilla correctness under `protocol` (vanilla NaN for lmms-eval)."
+    rows = []
+    for index, g in answers.sort_values("rotation").groupby("index", sort=True):
+        preds = [("" if t is None or (isinstance(t, float) and np.isnan(t)) else str(t)) for t in g.prediction]
+        items = [passes[i] for i in g.pass_id]
+        if protocol == "vlmevalkit":
+            read = [vlmevalkit_choice(t, it.options) or "Z" for t, it in zip(preds, items)]
+            right = [c == it.answer for c, it in zip(read, items)]
+            rows.append((index, all(right), right[0] if g.rotation.iloc[0] == 0 else np.nan))
+        else:
+            read = [lmms_eval_choice(t, dict(it.options)) for t, it in zip(preds, items)]
+            if any(c is not None and c != it.answer for c, it in zip(read, items)): rows.append((index, False, np.nan)); continue
+            rest = [lmms_eval_static_choice(t, it.letters) for t, c, it in zip(preds, read, items) if c is None]
+            golds = [it.answer for c, it in zip(read, items) if c is None]
+            rows.append((index, all(r == a for r, a in zip(rest, golds)), np.nan))
+    return pd.DataFrame(rows, columns=["index", "circular", "vanilla"]).set_index("index")
+
+# %% ../nbs/14_mmbench.ipynb #53807897
+def mc_protocol_table(passes: Sequence[MCItem], # the passes that were asked
+                      answers: pd.DataFrame, # `mmbench.extract_choices` rows for them: our reading
+                      n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    "Per protocol (ours, VLMEvalKit, lmms-eval) and metric (circular, vanilla): accuracy (%) with CI over items and its paired difference from ours."
+    by_id = {p.index: p for p in passes}
+    ours = item_results(answers).set_index("index")[["circular", "vanilla"]].astype(float)
+    tables = {"ours": ours, **{p: _item_hits(by_id, answers, p).reindex(ours.index).astype(float) for p in MC_PROTOCOLS}}
+    cols = [(p, m) for p in tables for m in ("circular", "vanilla")]
+    vals = np.stack([tables[p][m].to_numpy() for p, m in cols], 1)
+    x = np.concatenate([np.nan_to_num(vals), (~np.isnan(vals)).astype(float)], 1)     # hits, then counted items
+    boot = cluster_bootstrap_sums(x, n_boot, seed)                                      # each item its own cluster
+    k = len(cols)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        point, rate = 100 * x[:, :k].sum(0) / x[:, k:].sum(0), 100 * boot[:, :k] / boot[:, k:]
+    out = []
+    for j, (p, m) in enumerate(cols):
+        ref = cols.index(("ours", m))
+        lo, hi = percentile_ci(rate[:, j], level)
+        dlo, dhi = percentile_ci(rate[:, j] - rate[:, ref], level)
+        out.append({"protocol": p, "metric": m, "value": float(point[j]), "ci_low": float(lo), "ci_high": float(hi),
+                    "diff": float(point[j] - point[ref]), "diff_ci_low": float(dlo), "diff_ci_high": float(dhi),
+                    "n": int(x[:, k + j].sum()), "source": MC_PROTOCOLS.get(p, "this run's extraction chain")})
+    return pd.DataFrame(out)

@@ -3,6 +3,7 @@ by RUNNING each harness's own code at the commit named in `protocols.POPE_PROTOC
 POPE_rating with exact matching; lmms-eval's pope_process_results and aggregation functions; POPE's evaluate.py and
 LLaVA's eval_pope.py as written) on the same answers, outside this repository; their code is not copied here."""
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,18 @@ def test_messy_answers_separate_the_protocols():
             assert t[proto, "adversarial", m]["value"] == pytest.approx(v, abs=1e-6), (proto, m)
     assert t["lmms_eval", "adversarial", "accuracy"]["diff"] == pytest.approx(25.0 - t["ours", "adversarial", "accuracy"]["value"])
     assert t["lmms_eval", "adversarial", "accuracy"]["diff_ci_high"] < 0      # paired interval: clearly below ours
+
+
+def test_mmbench_llava15_each_protocol_equals_its_harness():
+    """LLaVA-1.5-13B's MMBench-dev predictions (1,176 items): VLMEvalKit's eval_circular_group / eval_vanilla with no judge
+    model give circular 67.687075 and vanilla 75.425170; lmms-eval's eval_result(eval_method="static") gives 67.687075
+    (each run on this file). The letter readers equal those harnesses' can_infer / extract_mcq_answer on all 4,377
+    predictions and on 150,000 random strings (checked outside the repository)."""
+    from mmresearch.mmbench import score_mmbench
+    res = score_mmbench(FIX/"mmbench"/"llava-v1.5-13b_mmbench_dev_20230712.xlsx", protocols=True, n_boot=200)
+    t = {(r["protocol"], r["metric"]): r for r in res["protocols"]}
+    assert t["vlmevalkit", "circular"]["value"] == pytest.approx(67.687075, abs=1e-5)
+    assert t["vlmevalkit", "vanilla"]["value"] == pytest.approx(75.425170, abs=1e-5)
+    assert t["lmms_eval", "circular"]["value"] == pytest.approx(67.687075, abs=1e-5)
+    assert t["ours", "circular"]["value"] == pytest.approx(67.687075, abs=1e-5) and t["vlmevalkit", "circular"]["n"] == 1176
+    assert math.isnan(t["lmms_eval", "vanilla"]["value"])
