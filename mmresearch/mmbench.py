@@ -119,8 +119,9 @@ class TSVLoad:
     "Items read from an MMBench TSV, with what was dropped and why."
     items: list[MCItem]
     n_rows: int # data rows in the file
-    n_copies: int # circular copies (index >= 1,000,000) dropped after checking them
+    n_copies: int # circular copies (index >= 1,000,000) that passed the check (kept apart in `copies`)
     skipped: list[dict] = field(default_factory=list) # lenient mode: {"row", "index", "reason"} per skipped row
+    copies: list[MCItem] = field(default_factory=list) # the circular copies that passed the check, in file order
 
     def __len__(self) -> int: return len(self.items)
 
@@ -146,7 +147,7 @@ class _RowError(Exception): pass
 # %% ../nbs/14_mmbench.ipynb #92ebfc21
 def load_mmbench_tsv(path: str | Path, # an MMBench TSV (real format, base64 images)
                      lenient: bool = False) -> TSVLoad: # skip and record malformed rows instead of raising
-    "MCItems from an MMBench TSV: image references resolved, empty options dropped, circular copies checked and dropped."
+    "MCItems from an MMBench TSV: image references resolved, empty options dropped, circular copies checked and kept apart."
     path = Path(path)
     try: df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, na_filter=False)
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
@@ -203,14 +204,14 @@ def load_mmbench_tsv(path: str | Path, # an MMBench TSV (real format, base64 ima
         seen.add(it.index)
         if it.index >= ROTATION_OFFSET: copies.append((row, it))
         else: items[it.index] = it
-    n_copies = 0
+    kept = []
     for row, c in copies:
         base = items.get(c.base_index)
         if base is None: fail(row, c.index, f"circular copy of index {c.base_index}, which is not in the file")
         elif c.gold_text != base.gold_text:
             fail(row, c.index, f"circular copy's gold option {c.gold_text!r} differs from index {base.index}'s {base.gold_text!r}")
-        else: n_copies += 1
-    return TSVLoad(list(items.values()), len(recs), n_copies, skipped)
+        else: kept.append(c)
+    return TSVLoad(list(items.values()), len(recs), len(kept), skipped, kept)
 
 # %% ../nbs/14_mmbench.ipynb #31c30274
 def write_mmbench_tsv(items: Sequence[MCItem], # items (and, if wanted, their circular passes) to write
@@ -331,7 +332,7 @@ def random_choice(letters: str, seed: int, pass_id: int) -> str:
     return letters[int(np.random.default_rng([seed, pass_id]).integers(len(letters)))]
 
 # %% ../nbs/14_mmbench.ipynb #f23c3dff
-STEPS = ("exact", "rule", "llm", "random", "skipped", "error")
+STEPS = ("exact", "rule", "llm", "random", "empty", "skipped", "error")
 
 def extract_choices(passes: Sequence[MCItem], # circular passes (rotated items)
                     responses: Sequence[Response], # the model's responses, in the same order
@@ -351,10 +352,11 @@ def extract_choices(passes: Sequence[MCItem], # circular passes (rotated items)
                    n_options=p.n_options, gold=p.answer, prediction=r.text, error=r.error.kind if r.error else None,
                    step=None, rule=None, choice=None, llm_tries=0)
         if r.error: row["step"] = "error"
+        elif not r.text.strip(): row["step"] = "empty"   # MMBench's rule: a pass with no prediction is wrong
         elif (c := exact_letter(r.text, p.letters + none_letter)): row.update(step="exact", choice=c)
         elif (rc := rule_choice(r.text, p.options, none_letter)): row.update(step="rule", choice=rc[0], rule=rc[1])
         rows.append(row)
-    settled = {row["index"] for row in rows if row["choice"] and row["choice"] != row["gold"]}
+    settled = {row["index"] for row in rows if row["step"] == "empty" or (row["choice"] and row["choice"] != row["gold"])}
     pending: dict[int, list[int]] = {}
     for j, row in enumerate(rows):
         if row["step"] is None: pending.setdefault(row["rotation"], []).append(j)
@@ -376,7 +378,8 @@ def extract_choices(passes: Sequence[MCItem], # circular passes (rotated items)
         for j in todo: rows[j].update(step="random", choice=random_choice(passes[j].letters, seed, passes[j].index))
         settled |= {rows[j]["index"] for j in pending[k] if rows[j]["choice"] and rows[j]["choice"] != rows[j]["gold"]}
     df = pd.DataFrame(rows, columns=list(rows[0]) if rows else None)
-    df["correct"] = pd.array([None if s in ("error", "skipped") else c == g for s, c, g in zip(df.step, df.choice, df.gold)], dtype="boolean")
+    df["correct"] = pd.array([None if s in ("error", "skipped") else False if s == "empty" else c == g
+                              for s, c, g in zip(df.step, df.choice, df.gold)], dtype="boolean")
     return df
 
 # %% ../nbs/14_mmbench.ipynb #c20b0748
@@ -434,6 +437,7 @@ def _summary(items: pd.DataFrame, table: pd.DataFrame, steps: pd.DataFrame, **ex
         return {"accuracy": _num(r.accuracy), "ci95": [_num(r.ci_low), _num(r.ci_high)], "n": int(r.n), "unscored": int(r.unscored)}
     cats = sorted(table[table.by == "category"].group.unique())
     return {"n_items": int(len(items)), "n_passes": int(steps.n.sum()),
+            "empty_predictions": int(steps.set_index("step").n["empty"]), # passes with an empty or null answer: wrong
             "circular": {**acc("circular"), "items_with_missing_passes": int((items.n_missing > 0).sum()),
                          "rule": "an item is right when every pass present is right"},
             "vanilla": acc("vanilla"),
@@ -617,7 +621,8 @@ def _pass_from_row(r: Mapping) -> tuple[MCItem, Response]:
     item = MCItem(base + k * ROTATION_OFFSET, str(r["question"]), opts, str(r["answer"]).strip(), text(r.get("category")),
                   None, text(r.get("hint")), text(r.get("l2-category", r.get("l2_category"))))
     pred = r["prediction"]
-    resp = Response.failed("model", "no prediction in input") if _blank(pred) else Response(str(pred))
+    if not _blank(r.get("error")): resp = Response.failed("model", str(r["error"]))   # a failed call, as our results files mark it
+    else: resp = Response("" if _blank(pred) else str(pred))   # an empty or null prediction is an empty answer: wrong
     return item, resp
 
 # %% ../nbs/14_mmbench.ipynb #78a52490
