@@ -134,6 +134,11 @@ def _cell(rec: Mapping, col: str) -> str | None:
     v = None if v is None else str(v).strip()
     return None if v is None or v in _MISSING else v
 
+def _text(rec: Mapping, col: str) -> str | None:
+    "A text cell as written (not stripped: the prompt shows it as VLMEvalKit does), None when missing."
+    v = rec.get(col)
+    return None if v is None or str(v).strip() in _MISSING else str(v)
+
 def _decode_b64(s: str) -> bytes:
     try: data = base64.b64decode(s, validate=True)
     except (binascii.Error, ValueError) as e: raise ValueError(f"image is not valid base64 ({e})") from e
@@ -178,13 +183,13 @@ def load_mmbench_tsv(path: str | Path, # an MMBench TSV (real format, base64 ima
         i = _cell(rec, "index")
         if i is None or not i.isdigit(): raise _RowError(f"index {rec.get('index')!r} is not a non-negative integer")
         idx = int(i)
-        options = {c: _cell(rec, c) for c in opt_cols if _cell(rec, c) is not None}
+        options = {c: _text(rec, c) for c in opt_cols if _text(rec, c) is not None}
         answer = _cell(rec, "answer")
         if answer is None: raise _RowError("missing answer")
         if _cell(rec, "category") is None: raise _RowError("missing category")
         try:
-            return MCItem(idx, _cell(rec, "question") or "", options, answer.upper() if len(answer) == 1 else answer,
-                          _cell(rec, "category"), image_for(idx, _cell(rec, "image")), _cell(rec, "hint"),
+            return MCItem(idx, _text(rec, "question") or "", options, answer.upper() if len(answer) == 1 else answer,
+                          _cell(rec, "category"), image_for(idx, _cell(rec, "image")), _text(rec, "hint"),
                           _cell(rec, "l2-category") or _cell(rec, "l2_category"))
         except ValueError as e: raise _RowError(str(e).removeprefix(f"item {idx}: ")) from e
 
@@ -651,7 +656,7 @@ def score_predictions(src: str | Path | pd.DataFrame, # predictions: JSONL, VLME
     return result.metrics, result.answers
 
 # %% ../nbs/14_mmbench.ipynb #e6cc6710
-@scorer("mmbench", domains=("in_domain", "easyvqa"))
+@scorer("mmbench", domains=("in_domain", "easyvqa", "mmbench_tsv"))
 def score_mmbench(input_path: str | Path, # predictions: JSONL, VLMEvalKit xlsx/TSV/CSV, or LLaVA's answer JSONL
                   questions: str | Path | None = None, # MMBench question TSV to join on index (needed for LLaVA's answers)
                   none_letter: str = "Z",
