@@ -11,7 +11,7 @@ import json
 import re
 import string
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -274,12 +274,17 @@ def _option_pattern(text: str) -> str:
     "Regex for an option text as whole words, case-insensitive use."
     return rf"(?<![A-Za-z0-9]){re.escape(text)}(?![A-Za-z0-9])"
 
+@lru_cache(maxsize=1 << 16)
+def _option_regex(text: str) -> re.Pattern:
+    "The compiled, case-insensitive `_option_pattern`: a benchmark has thousands of option texts, more than `re`'s own cache holds."
+    return re.compile(_option_pattern(text), flags=re.I)
+
 def _text_matches(text: str, options: Mapping[str, str]) -> list[str]:
     "Letters whose option text stands alone in `text`: as whole words, somewhere not inside a longer option's match."
     spans = {}
     for k, v in options.items():
         t = v.strip().rstrip(".")
-        if t: spans[k] = [m.span() for m in re.finditer(_option_pattern(t), text, flags=re.I)]
+        if t: spans[k] = [m.span() for m in _option_regex(t).finditer(text)]
     def inside_longer(s: tuple[int, int], k: str) -> bool:
         return any(a <= s[0] and s[1] <= b and b - a > s[1] - s[0] for j, sp in spans.items() if j != k for a, b in sp)
     return [k for k, sp in spans.items() if any(not inside_longer(s, k) for s in sp)]
@@ -287,7 +292,7 @@ def _text_matches(text: str, options: Mapping[str, str]) -> list[str]:
 def _mask_options(text: str, options: Mapping[str, str]) -> str:
     "`text` with every option text longer than one character replaced by the word 'it', so 'Vitamin C' is not read as C."
     for v in sorted(options.values(), key=len, reverse=True):   # a word, not a blank: 'is a cat' stays 'a' + a word
-        if len(v.strip()) > 1: text = re.sub(_option_pattern(v.strip()), " it ", text, flags=re.I)
+        if len(v.strip()) > 1: text = _option_regex(v.strip()).sub(" it ", text)
     return text
 
 def rule_choice(text: str, # the model's free-form answer

@@ -58,7 +58,7 @@ def _sweep(tmp_path: Path, model: str, extra: str = "") -> Path:
 
 def _round_trip(run_dir: Path) -> dict:
     "The results file scored by `mmresearch score mmbench` equals the run's own metrics."
-    xlsx = run_dir/"vlmevalkit_predictions.xlsx"
+    xlsx = run_dir/"vlmevalkit_predictions.tsv"
     got = score_mmbench(xlsx, n_boot=200)
     m = pd.read_csv(run_dir/"metrics.csv")
     overall = m[m.category.isna() & m.l2_category.isna()].set_index("metric").value
@@ -67,7 +67,7 @@ def _round_trip(run_dir: Path) -> dict:
     assert got["empty_predictions"] == overall["empty_predictions"]
     per_cat = m[(m.metric == "circular_accuracy") & m.category.notna()].set_index("category").value
     assert {c: v["circular"]["accuracy"] for c, v in got["by_category"].items()} == pytest.approx((100 * per_cat).to_dict(), abs=1e-3)
-    cols = pd.read_excel(xlsx).columns.tolist()
+    cols = pd.read_csv(xlsx, sep="\t").columns.tolist()
     assert cols[:4] == ["index", "question", "hint", "A"] and {"answer", "category", "l2-category", "prediction"} <= set(cols)
     return got
 
@@ -79,7 +79,7 @@ def test_fake_server_sweep_asks_vlmevalkit_prompts_and_round_trips(tmp_path, cap
         assert sorted(server.answered) == sorted(vlmevalkit_prompts(TSV))       # every row asked once, in VLMEvalKit's words
     got = _round_trip(run_dir)
     assert got["n_passes"] == 19 and got["n_items"] == 6 and got["empty_predictions"] >= 1
-    assert main(["score", "mmbench", "--input", str(run_dir/"vlmevalkit_predictions.xlsx")]) == 0
+    assert main(["score", "mmbench", "--input", str(run_dir/"vlmevalkit_predictions.tsv")]) == 0
     assert json.loads(capsys.readouterr().out)["circular"]["accuracy"] == got["circular"]["accuracy"]
     manifest = json.loads((run_dir/"manifest.json").read_text())["study"]
     assert manifest["dataset"]["sha256"] and manifest["dataset"]["params"]["items_found"] == 6 and manifest["dataset"]["skipped"] == 0
