@@ -699,6 +699,8 @@ def show_samples(samples: Iterable[Sample], # the samples to draw
     return fig
 
 # %% ../nbs/04_datasets.ipynb #a28782a0
+import inspect
+
 from .registry import check_domain, domain, get_domain
 
 @domain("in_domain")
@@ -727,7 +729,11 @@ def load_domain(domain: str, # a registered domain (`registry.declared("domain")
                 n: int | None = None, # at most this many samples (None: all; in_domain needs a number)
                 seed: int = 0, # draws scenes / rewrites
                 split: str = "test", # the split of the scene world or easy-VQA
-                study: str | None = None) -> Dataset: # a scorer name: refuse a domain its study does not run on
+                study: str | None = None, # a scorer name: refuse a domain its study does not run on
+                data: str | Path | None = None) -> Dataset: # the benchmark file a file-backed domain reads (e.g. mmbench_tsv)
     "The samples of one study domain, with provenance for the manifest."
     if study is not None: check_domain(study, domain)
-    return get_domain(domain)(n=n, seed=seed, split=split)
+    loader = get_domain(domain)
+    if data is None: return loader(n=n, seed=seed, split=split)
+    if "data" not in inspect.signature(loader).parameters: raise ValueError(f"domain {domain!r} is built in and takes no data file (got data={str(data)!r})")
+    return loader(n=n, seed=seed, split=split, data=data)

@@ -11,7 +11,7 @@ import json
 import re
 import string
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -121,8 +121,9 @@ class TSVLoad:
     "Items read from an MMBench TSV, with what was dropped and why."
     items: list[MCItem]
     n_rows: int # data rows in the file
-    n_copies: int # circular copies (index >= 1,000,000) dropped after checking them
+    n_copies: int # circular copies (index >= 1,000,000) that passed the check (kept apart in `copies`)
     skipped: list[dict] = field(default_factory=list) # lenient mode: {"row", "index", "reason"} per skipped row
+    copies: list[MCItem] = field(default_factory=list) # the circular copies that passed the check, in file order
 
     def __len__(self) -> int: return len(self.items)
 
@@ -134,6 +135,11 @@ def _cell(rec: Mapping, col: str) -> str | None:
     v = rec.get(col)
     v = None if v is None else str(v).strip()
     return None if v is None or v in _MISSING else v
+
+def _text(rec: Mapping, col: str) -> str | None:
+    "A text cell as written (not stripped: the prompt shows it as VLMEvalKit does), None when missing."
+    v = rec.get(col)
+    return None if v is None or str(v).strip() in _MISSING else str(v)
 
 def _decode_b64(s: str) -> bytes:
     try: data = base64.b64decode(s, validate=True)
@@ -148,7 +154,7 @@ class _RowError(Exception): pass
 # %% ../nbs/14_mmbench.ipynb #92ebfc21
 def load_mmbench_tsv(path: str | Path, # an MMBench TSV (real format, base64 images)
                      lenient: bool = False) -> TSVLoad: # skip and record malformed rows instead of raising
-    "MCItems from an MMBench TSV: image references resolved, empty options dropped, circular copies checked and dropped."
+    "MCItems from an MMBench TSV: image references resolved, empty options dropped, circular copies checked and kept apart."
     path = Path(path)
     try: df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, na_filter=False)
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
@@ -179,13 +185,13 @@ def load_mmbench_tsv(path: str | Path, # an MMBench TSV (real format, base64 ima
         i = _cell(rec, "index")
         if i is None or not i.isdigit(): raise _RowError(f"index {rec.get('index')!r} is not a non-negative integer")
         idx = int(i)
-        options = {c: _cell(rec, c) for c in opt_cols if _cell(rec, c) is not None}
+        options = {c: _text(rec, c) for c in opt_cols if _text(rec, c) is not None}
         answer = _cell(rec, "answer")
         if answer is None: raise _RowError("missing answer")
         if _cell(rec, "category") is None: raise _RowError("missing category")
         try:
-            return MCItem(idx, _cell(rec, "question") or "", options, answer.upper() if len(answer) == 1 else answer,
-                          _cell(rec, "category"), image_for(idx, _cell(rec, "image")), _cell(rec, "hint"),
+            return MCItem(idx, _text(rec, "question") or "", options, answer.upper() if len(answer) == 1 else answer,
+                          _cell(rec, "category"), image_for(idx, _cell(rec, "image")), _text(rec, "hint"),
                           _cell(rec, "l2-category") or _cell(rec, "l2_category"))
         except ValueError as e: raise _RowError(str(e).removeprefix(f"item {idx}: ")) from e
 
@@ -205,14 +211,14 @@ def load_mmbench_tsv(path: str | Path, # an MMBench TSV (real format, base64 ima
         seen.add(it.index)
         if it.index >= ROTATION_OFFSET: copies.append((row, it))
         else: items[it.index] = it
-    n_copies = 0
+    kept = []
     for row, c in copies:
         base = items.get(c.base_index)
         if base is None: fail(row, c.index, f"circular copy of index {c.base_index}, which is not in the file")
         elif c.gold_text != base.gold_text:
             fail(row, c.index, f"circular copy's gold option {c.gold_text!r} differs from index {base.index}'s {base.gold_text!r}")
-        else: n_copies += 1
-    return TSVLoad(list(items.values()), len(recs), n_copies, skipped)
+        else: kept.append(c)
+    return TSVLoad(list(items.values()), len(recs), len(kept), skipped, kept)
 
 # %% ../nbs/14_mmbench.ipynb #31c30274
 def write_mmbench_tsv(items: Sequence[MCItem], # items (and, if wanted, their circular passes) to write
@@ -270,12 +276,17 @@ def _option_pattern(text: str) -> str:
     "Regex for an option text as whole words, case-insensitive use."
     return rf"(?<![A-Za-z0-9]){re.escape(text)}(?![A-Za-z0-9])"
 
+@lru_cache(maxsize=1 << 16)
+def _option_regex(text: str) -> re.Pattern:
+    "The compiled, case-insensitive `_option_pattern`: a benchmark has thousands of option texts, more than `re`'s own cache holds."
+    return re.compile(_option_pattern(text), flags=re.I)
+
 def _text_matches(text: str, options: Mapping[str, str]) -> list[str]:
     "Letters whose option text stands alone in `text`: as whole words, somewhere not inside a longer option's match."
     spans = {}
     for k, v in options.items():
         t = v.strip().rstrip(".")
-        if t: spans[k] = [m.span() for m in re.finditer(_option_pattern(t), text, flags=re.I)]
+        if t: spans[k] = [m.span() for m in _option_regex(t).finditer(text)]
     def inside_longer(s: tuple[int, int], k: str) -> bool:
         return any(a <= s[0] and s[1] <= b and b - a > s[1] - s[0] for j, sp in spans.items() if j != k for a, b in sp)
     return [k for k, sp in spans.items() if any(not inside_longer(s, k) for s in sp)]
@@ -283,7 +294,7 @@ def _text_matches(text: str, options: Mapping[str, str]) -> list[str]:
 def _mask_options(text: str, options: Mapping[str, str]) -> str:
     "`text` with every option text longer than one character replaced by the word 'it', so 'Vitamin C' is not read as C."
     for v in sorted(options.values(), key=len, reverse=True):   # a word, not a blank: 'is a cat' stays 'a' + a word
-        if len(v.strip()) > 1: text = re.sub(_option_pattern(v.strip()), " it ", text, flags=re.I)
+        if len(v.strip()) > 1: text = _option_regex(v.strip()).sub(" it ", text)
     return text
 
 def rule_choice(text: str, # the model's free-form answer
@@ -333,7 +344,7 @@ def random_choice(letters: str, seed: int, pass_id: int) -> str:
     return letters[int(np.random.default_rng([seed, pass_id]).integers(len(letters)))]
 
 # %% ../nbs/14_mmbench.ipynb #f23c3dff
-STEPS = ("exact", "rule", "llm", "random", "no_final_answer", "skipped", "error")   # how each pass was read
+STEPS = ("exact", "rule", "llm", "random", "empty", "no_final_answer", "skipped", "error")   # how each pass was read
 
 def extract_choices(passes: Sequence[MCItem], # circular passes (rotated items)
                     responses: Sequence[Response], # the model's responses, in the same order
@@ -354,11 +365,12 @@ def extract_choices(passes: Sequence[MCItem], # circular passes (rotated items)
                    step=None, rule=None, choice=None, llm_tries=0)
         answer = None if r.error else final_answer(r.text)   # a reasoning model's answer, never its reasoning
         if r.error: row["step"] = "error"
-        elif answer is None: row.update(step="no_final_answer", choice=none_letter)
+        elif not r.text.strip(): row["step"] = "empty"   # MMBench's rule: a pass with no prediction is wrong
+        elif answer is None: row.update(step="no_final_answer", choice=none_letter)   # reasoning that never ended: wrong
         elif (c := exact_letter(answer, p.letters + none_letter)): row.update(step="exact", choice=c)
         elif (rc := rule_choice(answer, p.options, none_letter)): row.update(step="rule", choice=rc[0], rule=rc[1])
         rows.append(row)
-    settled = {row["index"] for row in rows if row["choice"] and row["choice"] != row["gold"]}
+    settled = {row["index"] for row in rows if row["step"] == "empty" or (row["choice"] and row["choice"] != row["gold"])}
     pending: dict[int, list[int]] = {}
     for j, row in enumerate(rows):
         if row["step"] is None: pending.setdefault(row["rotation"], []).append(j)
@@ -380,7 +392,8 @@ def extract_choices(passes: Sequence[MCItem], # circular passes (rotated items)
         for j in todo: rows[j].update(step="random", choice=random_choice(passes[j].letters, seed, passes[j].index))
         settled |= {rows[j]["index"] for j in pending[k] if rows[j]["choice"] and rows[j]["choice"] != rows[j]["gold"]}
     df = pd.DataFrame(rows, columns=list(rows[0]) if rows else None)
-    df["correct"] = pd.array([None if s in ("error", "skipped") else c == g for s, c, g in zip(df.step, df.choice, df.gold)], dtype="boolean")
+    df["correct"] = pd.array([None if s in ("error", "skipped") else False if s == "empty" else c == g
+                              for s, c, g in zip(df.step, df.choice, df.gold)], dtype="boolean")
     return df
 
 # %% ../nbs/14_mmbench.ipynb #c20b0748
@@ -438,6 +451,7 @@ def _summary(items: pd.DataFrame, table: pd.DataFrame, steps: pd.DataFrame, **ex
         return {"accuracy": _num(r.accuracy), "ci95": [_num(r.ci_low), _num(r.ci_high)], "n": int(r.n), "unscored": int(r.unscored)}
     cats = sorted(table[table.by == "category"].group.unique())
     return {"n_items": int(len(items)), "n_passes": int(steps.n.sum()),
+            "empty_predictions": int(steps.set_index("step").n["empty"]), # passes with an empty or null answer: wrong
             "circular": {**acc("circular"), "items_with_missing_passes": int((items.n_missing > 0).sum()),
                          "rule": "an item is right when every pass present is right"},
             "vanilla": acc("vanilla"),
@@ -621,7 +635,8 @@ def _pass_from_row(r: Mapping) -> tuple[MCItem, Response]:
     item = MCItem(base + k * ROTATION_OFFSET, str(r["question"]), opts, str(r["answer"]).strip(), text(r.get("category")),
                   None, text(r.get("hint")), text(r.get("l2-category", r.get("l2_category"))))
     pred = r["prediction"]
-    resp = Response.failed("model", "no prediction in input") if _blank(pred) else Response(str(pred))
+    if not _blank(r.get("error")): resp = Response.failed("model", str(r["error"]))   # a failed call, as our results files mark it
+    else: resp = Response("" if _blank(pred) else str(pred))   # an empty or null prediction is an empty answer: wrong
     return item, resp
 
 # %% ../nbs/14_mmbench.ipynb #78a52490
@@ -652,7 +667,7 @@ def score_predictions(src: str | Path | pd.DataFrame, # predictions: JSONL, VLME
     return result.metrics, result.answers
 
 # %% ../nbs/14_mmbench.ipynb #e6cc6710
-@scorer("mmbench", domains=("in_domain", "easyvqa"))
+@scorer("mmbench", domains=("in_domain", "easyvqa", "mmbench_tsv"))
 def score_mmbench(input_path: str | Path, # predictions: JSONL, VLMEvalKit xlsx/TSV/CSV, or LLaVA's answer JSONL
                   questions: str | Path | None = None, # MMBench question TSV to join on index (needed for LLaVA's answers)
                   none_letter: str = "Z",

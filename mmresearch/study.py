@@ -29,6 +29,7 @@ class Run:
     api_key_env: str | None = None # NAME of the environment variable holding the API key (never the key)
     specs: dict = field(default_factory=dict) # role -> the spec string it was opened with (None: not used)
     models: dict = field(default_factory=dict) # role -> its CachedModel (None: not used)
+    study: str = "study" # the study's name: names its results in the Every Eval Ever record
 
     def backend(self, spec: str):
         "The model a spec string names, with this run's server URL and key variable for `openai:` specs."
@@ -70,8 +71,12 @@ def manifest_fields(self: Run) -> dict:
 
 @patch
 def write_manifest(self: Run, **fields) -> Path: # study facts: dataset, prompt hashes, decoding, seeds ...
-    "Write the run's manifest: `fields` over the models' specs, fingerprints, batch invariance and cache counts."
-    return report.write_manifest(self.out, **{**self.manifest_fields(), **fields})
+    "Write the run's manifest (`fields` over the models' specs, fingerprints, batch invariance and cache counts) and its metrics as an Every Eval Ever record."
+    path = report.write_manifest(self.out, **{**self.manifest_fields(), **fields})
+    if (self.out/"metrics.csv").exists():
+        from mmresearch.eee import write_eee
+        write_eee(self.out, self.study)
+    return path
 
 # %% ../nbs/19_study.ipynb #b03718f0
 def open_run(name: str, # the study's name: prefixes the temporary folders
@@ -85,4 +90,4 @@ def open_run(name: str, # the study's name: prefixes the temporary folders
     out = Path(output_dir) if output_dir else Path(tempfile.mkdtemp(prefix=f"{name}-"))
     out.mkdir(parents=True, exist_ok=True)
     cache_file = Path(cache_path) if cache_path else Path(tempfile.mkdtemp(prefix=f"{name}-cache-"))/"responses.sqlite"
-    return Run(out, ResponseCache(cache_file), seed=seed, base_url=base_url, api_key_env=api_key_env)
+    return Run(out, ResponseCache(cache_file), seed=seed, base_url=base_url, api_key_env=api_key_env, study=name)

@@ -125,3 +125,43 @@ def test_seed_seeds_the_random_fallback(tmp_path):
     score = score_parser("mmbench")
     seed = next(a for a in score._actions if "--seed" in a.option_strings)
     assert "random fallback" in seed.help and "bootstrap" in seed.help
+
+
+# --- MMBench's two rules for passes without a usable answer (issue 21) ---
+
+def _passes_frame(predictions: dict[int, object]) -> pd.DataFrame:
+    "VLMEvalKit-layout rows of one four-option item (gold A at rotation 0) with the given prediction per rotation."
+    texts = ["cat", "dog", "cow", "owl"]
+    rows = []
+    for k, pred in predictions.items():
+        opts = {c: texts[(j + k) % 4] for j, c in enumerate("ABCD")}
+        rows.append({"index": 7 + k * 1_000_000, "question": "Which animal?", **opts, "answer": "ABCD"[(0 - k) % 4],
+                     "prediction": pred, "category": "animals"})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("blank", [None, "", "   "])
+def test_an_empty_or_null_prediction_is_a_wrong_pass_and_counted(blank):
+    right = {0: "A", 1: "D", 2: "C"}                                   # rotations 0-2 answered correctly
+    m, passes = score_predictions(_passes_frame({**right, 3: blank}), n_boot=10)
+    assert m["circular"]["accuracy"] == 0.0 and m["circular"]["unscored"] == 0   # was: the item left unscored
+    assert m["empty_predictions"] == 1 and m["steps"]["empty"]["n"] == 1
+    assert passes.set_index("rotation").correct[3] == False                    # noqa: E712  (pd.NA-aware)
+
+
+def test_an_empty_prediction_is_never_rescued_by_the_random_fallback():
+    # before: "" went through rules -> (no extractor) -> a seeded random letter, right for one seed in four
+    hits = [score_predictions(_passes_frame({0: "", 1: "D", 2: "C", 3: "B"}), seed=s, n_boot=10)[0]["circular"]["accuracy"]
+            for s in range(12)]
+    assert hits == [0.0] * 12
+
+
+def test_a_wrong_pass_makes_the_item_wrong_even_when_another_pass_is_unreadable():
+    df = _passes_frame({0: "A", 1: "B", 2: "C", 3: "B"})               # rotation 1 wrong (gold D)
+    df["error"] = [None, None, None, "timeout"]                        # rotation 3: a failed call, as our results files mark it
+    m, passes = score_predictions(df, n_boot=10)
+    assert m["circular"]["accuracy"] == 0.0 and m["circular"]["unscored"] == 0
+    assert passes.set_index("rotation").step[3] == "error"
+    only_failed = _passes_frame({0: "A", 1: "D", 2: "C", 3: "B"}).assign(error=[None, None, None, "timeout"])
+    m2, _ = score_predictions(only_failed, n_boot=10)
+    assert m2["circular"]["unscored"] == 1 and m2["empty_predictions"] == 0   # a failed call alone: counted, not scored
