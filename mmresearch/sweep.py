@@ -30,12 +30,12 @@ from .report import (MANIFEST, QUIET_KERNEL, SWEEP_FILE, generic_summary_path, r
                                render_index, render_run, render_summary, write_json)
 
 # %% auto #0
-__all__ = ['SPEC_KEYS', 'RESERVED', 'MAX_FAILED_SHARE', 'OUTPUTS', 'LOCK_FILE', 'PACKAGES', 'THREAD_VARS', 'EXECUTORS',
-           'SweepSpec', 'param_types', 'read_yaml', 'load_params', 'Cell', 'run_name', 'check_secrets', 'expand_grid',
-           'select_cells', 'notebook_hash', 'module_refs', 'module_closure', 'code_fingerprint', 'data_hash',
-           'cell_fingerprint', 'RunResult', 'folder_lock', 'failed_calls_problem', 'run_performance', 'run_job',
-           'git_info', 'package_versions', 'thread_budget', 'set_env', 'execute_local', 'execute_dask', 'SweepResult',
-           'is_current', 'run_sweep']
+__all__ = ['SPEC_KEYS', 'RESERVED', 'MAX_FAILED_SHARE', 'PACKAGE_DATA', 'OUTPUTS', 'LOCK_FILE', 'PACKAGES', 'THREAD_VARS',
+           'EXECUTORS', 'SweepSpec', 'param_types', 'read_yaml', 'load_params', 'Cell', 'run_name', 'check_secrets',
+           'expand_grid', 'select_cells', 'notebook_hash', 'module_refs', 'module_closure', 'code_fingerprint',
+           'data_hash', 'cell_fingerprint', 'package_data_hash', 'sources_current', 'RunResult', 'folder_lock',
+           'failed_calls_problem', 'run_performance', 'run_job', 'git_info', 'package_versions', 'thread_budget',
+           'set_env', 'execute_local', 'execute_dask', 'SweepResult', 'is_current', 'run_sweep']
 
 # %% ../nbs/20_sweep.ipynb #bbde0ad3
 SPEC_KEYS = ("name", "description", "notebook", "fixed", "grid", "cells", "data", "headline", "summary", "max_failed_share")
@@ -269,7 +269,8 @@ def code_fingerprint(notebook: str | Path, pkg: Path | None = None) -> tuple[str
     nb = nbformat.read(notebook, as_version=4)
     reached = module_closure("\n".join(c.source for c in nb.cells if c.cell_type == "code"), pkg)
     mods = sorted(set(reached) | ({"sweep", "report"} & {p.stem for p in pkg.glob("*.py")}))
-    return stable_hash([notebook_hash(notebook), [(m, stable_hash((pkg/f"{m}.py").read_text())) for m in mods]]), mods
+    return stable_hash([notebook_hash(notebook), [(m, stable_hash((pkg/f"{m}.py").read_text())) for m in mods],
+                        package_data_hash(pkg)]), mods
 
 def data_hash(spec: SweepSpec) -> str:
     "Hash of the names and contents of the files matched by the params file's `data` globs."
@@ -280,6 +281,27 @@ def data_hash(spec: SweepSpec) -> str:
 def cell_fingerprint(spec: SweepSpec, cell: Cell, code: str, data: str) -> dict:
     "What a run's outputs depend on: its parameters, the code and the data."
     return {"params": stable_hash(cell.params), "code": code, "data": data}
+
+# %% ../nbs/20_sweep.ipynb #8968934c
+PACKAGE_DATA = ("data", "assets")  # folders of files shipped inside the package: annotations, synonyms, embedded models
+
+def package_data_hash(pkg: Path | None = None) -> str:
+    "Hash of the names and contents of every file in the package's `data/` and `assets/` folders."
+    import hashlib
+    if pkg is None:
+        import mmresearch
+        pkg = Path(mmresearch.__file__).parent
+    files = sorted(p for d in PACKAGE_DATA for p in (Path(pkg)/d).rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return stable_hash([(p.relative_to(pkg).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()) for p in files])
+
+def sources_current(study: dict) -> bool:
+    "Whether every local model folder a run recorded (`study.model_sources`, by role) still has the files it hashed."
+    from mmresearch.generation import folder_hash
+    for entries in (study.get("model_sources") or {}).values():
+        for s in entries or []:
+            folder = Path(s["folder"])
+            if not folder.is_dir() or folder_hash(folder, tuple(s["patterns"])) != s["sha256"]: return False
+    return True
 
 # %% ../nbs/20_sweep.ipynb #2374e653
 OUTPUTS = ("run.ipynb", "samples.parquet", "metrics.csv")
@@ -317,14 +339,17 @@ def folder_lock(folder: Path, what: str = "this run"):
 
 def failed_calls_problem(study: dict, # the study part of a run's manifest, with `cache: {hits, calls, errors}`
                          max_failed_share: float = MAX_FAILED_SHARE) -> str | None:
-    "Why a finished run's answers are not results (every model call failed, or more than `max_failed_share`); None if fine or not recorded."
+    "Why a finished run's answers are not results: a role (model, judge, extractor ...) whose every call failed, or more than `max_failed_share`; None if fine."
     cache = study.get("cache")
-    if not isinstance(cache, dict) or not isinstance(cache.get("errors"), int): return None
-    total, errors = (cache.get("hits") or 0) + (cache.get("calls") or 0), cache["errors"]
-    if errors and errors >= total: return f"no answers: all {errors} model calls failed (the errors are in samples.parquet and run.html)"
-    if total and errors / total > max_failed_share:
-        return (f"{errors} of {total} model calls failed ({errors / total:.0%}), more than max_failed_share "
-                f"({max_failed_share:.0%}); the metrics would describe the minority that answered")
+    if not isinstance(cache, dict): return None
+    roles = {r: c for r, c in cache.items() if isinstance(c, dict) and isinstance(c.get("errors"), int)}  # each role's counts
+    if not roles and isinstance(cache.get("errors"), int): roles = {"model": cache}  # a manifest with totals only
+    for role, c in roles.items():
+        total, errors = (c.get("hits") or 0) + (c.get("calls") or 0), c["errors"]
+        if errors and errors >= total: return f"no answers: all {errors} {role} calls failed (the errors are in samples.parquet and run.html)"
+        if total and errors / total > max_failed_share:
+            return (f"{errors} of {total} {role} calls failed ({errors / total:.0%}), more than max_failed_share "
+                    f"({max_failed_share:.0%}); the metrics would describe the minority that answered")
     return None
 
 def run_performance(study: dict, # the study part of a run's manifest, with `model_time_s` (seconds waiting for models)
@@ -492,7 +517,8 @@ def is_current(run_dir: Path, fingerprint: dict) -> bool:
     "Whether `run_dir` holds a successful run with this fingerprint and all its outputs (a broken manifest: no, run it again)."
     try: m = read_manifest(run_dir)
     except ValueError: return False
-    return m.get("status") == "ok" and m.get("fingerprint") == fingerprint and all((run_dir/f).exists() for f in OUTPUTS)
+    return (m.get("status") == "ok" and m.get("fingerprint") == fingerprint and all((run_dir/f).exists() for f in OUTPUTS)
+            and sources_current(m.get("study") or {}))
 
 def run_sweep(params_path: str | Path, # the params file
               workers: int = 2, # cells run at once
@@ -548,18 +574,27 @@ def run_sweep(params_path: str | Path, # the params file
 def _write_sweep_and_summary(spec: SweepSpec, sweep_dir: Path, runs: list[RunResult], fps: dict, code: str, base: dict) -> str | None:
     "Write sweep.json and (when its inputs changed) the summary; returns the summary's error, if any."
     done = {"ok": "ok", "skipped": "ok"}  # a skipped run's outputs are those of the run that made them
-    summary_fp = stable_hash([[r.run, done.get(r.status, r.status), fps[r.run]] for r in runs]
+    summary_fp = stable_hash([[r.run, done.get(r.status, r.status), fps[r.run], _started(sweep_dir/r.run)] for r in runs]
                              + [code, notebook_hash(spec.summary or generic_summary_path())])
     old = _old_sweep(sweep_dir)
     info = {"name": spec.name, "description": spec.description, "params_file": base["params_file"], "notebook": base["notebook"],
             "headline": spec.headline, "grid_keys": list(dict.fromkeys(k for c in runs for k in c.grid)),
-            "fixed": spec.fixed, "git": base["git"], "updated": _now(), "summary_fingerprint": summary_fp,
+            "fixed": spec.fixed, "git": base["git"], "updated": _now(), "summary_fingerprint": old.get("summary_fingerprint"),
             "runs": [{"run": r.run, "status": r.status, "grid": r.grid, "error": r.error, "notebook": r.notebook} for r in runs]}
+    if info["summary_fingerprint"] == summary_fp and (sweep_dir/"summary.html").exists():
+        write_json(sweep_dir/SWEEP_FILE, info)
+        return None
+    info["summary_fingerprint"] = None  # until the new summary is written: killed or failing, the next sweep renders it again
     write_json(sweep_dir/SWEEP_FILE, info)
-    if old.get("summary_fingerprint") == summary_fp and (sweep_dir/"summary.html").exists(): return None
     try: render_summary(sweep_dir, spec.summary, cwd=spec.root)
     except Exception as e: return f"{type(e).__name__}: {e}"[:1000]
+    write_json(sweep_dir/SWEEP_FILE, {**info, "summary_fingerprint": summary_fp})
     return None
+
+def _started(run_dir: Path) -> str | None:
+    "When the run whose outputs are in `run_dir` started (a re-run changes it, and with it the summary's inputs)."
+    try: return read_manifest(run_dir).get("started")
+    except ValueError: return None
 
 def _old_sweep(sweep_dir: Path) -> dict:
     "The sweep's previous `sweep.json`, or {} when there is none or it is broken (it is about to be rewritten; say so)."
