@@ -17,6 +17,7 @@ __all__ = ['format_table', 'cmd_score', 'scorer_options', 'score_parser', 'parse
            'suite_members', 'cmd_sweep', 'cmd_main', 'build_parser', 'main']
 
 # %% ../nbs/30_cli.ipynb #3d87be03
+from .core import redact
 from .registry import get_scorer, scorer_names
 
 # %% ../nbs/30_cli.ipynb #bbc73bef
@@ -152,7 +153,7 @@ def cmd_sweep(params: str, workers: int = 2, executor: str = "local", only: Sequ
     for f in files:
         res = run_sweep(f, workers=workers, executor=executor, only=parse_only(only), reports_dir=reports,
                         scheduler_address=scheduler, cache_path=cache, progress=progress)
-        print(res.describe())
+        print(redact(res.describe()))
         results.append(res)
     return results
 
@@ -221,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = cmd_main(a.workers, a.reports, a.cache, not a.no_progress)
         return 0 if all(r.ok for r in results) else 1
     except (ValueError, KeyError, FileNotFoundError, ImportError) as e:
-        print(f"mmresearch {command}: error: {e.args[0] if isinstance(e, KeyError) and e.args else e}", file=sys.stderr)
+        print(redact(f"mmresearch {command}: error: {e.args[0] if isinstance(e, KeyError) and e.args else e}"), file=sys.stderr)
         return 2
 
 

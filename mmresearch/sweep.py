@@ -25,7 +25,7 @@ import nbformat
 import yaml
 
 from .cache import project_root
-from .core import canonical_json, stable_hash
+from .core import canonical_json, looks_like_token, redact, secret_values, stable_hash, url_credential
 from .report import (MANIFEST, QUIET_KERNEL, SWEEP_FILE, generic_summary_path, read_manifest, read_sweep,
                                render_index, render_run, render_summary, write_json)
 
@@ -104,9 +104,18 @@ def _check_params(where: str, params: Any, spec_path: Path, nb_params: dict, not
             if str(k).endswith("_env") and x is not None and not (isinstance(x, str) and _ENV_NAME.fullmatch(x)):
                 raise ValueError(f"{spec_path}: {where}.{k} must be the NAME of an environment variable (letters, digits and '_', "
                                  f"not starting with a digit) or null; the value given is not a name (not shown here: it may be a key)")
+            if str(k).endswith("_env") and isinstance(x, str) and (looks_like_token(x) or x in dict(secret_values())):
+                raise ValueError(f"{spec_path}: {where}.{k} must be the NAME of an environment variable, but the value given looks "
+                                 f"like a key or token itself (not shown here); put the key in a variable and give its name, e.g. OPENAI_API_KEY")
+            where_url = next((c for c in map(url_credential, x if isinstance(x, list) else [x]) if c), None)
+            if where_url:
+                raise ValueError(f"{spec_path}: {where}.{k} is a URL with a credential in it ({where_url}; its value is not shown "
+                                 f"here); keys are never parameters (papermill writes them into the notebook, the run folder's name "
+                                 f"and the reports): put the key in an environment variable and name it with api_key_env")
             types = param_types(nb_params[k])
             if types is not None and not _type_ok(x, types):
                 shown = repr(x) if len(repr(x)) <= 60 else repr(x)[:57] + "..."
+                if looks_like_token(x) or redact(repr(x)) != repr(x): shown = "a value that looks like a key (not shown)"
                 raise ValueError(f"{spec_path}: {where}.{k} is {shown} ({type(x).__name__}), but {notebook.name} expects "
                                  f"{' or '.join(t.__name__ for t in types)} (its parameters cell: {k} = {nb_params[k].get('default')})")
 
@@ -136,6 +145,7 @@ def load_params(path: str | Path) -> SweepSpec:
     if not isinstance(raw.get("notebook"), str): raise ValueError(f"{path}: `notebook` must name the experiment notebook, got {raw.get('notebook')!r}")
     nb = _resolve(root, raw["notebook"])
     if not nb.exists(): raise ValueError(f"{path}: notebook {raw['notebook']!r} not found (looked for {nb})")
+    _check_notebook(path, "notebook", nb)
     name = str(raw.get("name", path.stem))
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name): raise ValueError(f"{path}: name {name!r} must be letters, digits, '_', '.', '-'")
     nb_params = pm.inspect_notebook(str(nb))
@@ -158,6 +168,7 @@ def load_params(path: str | Path) -> SweepSpec:
     if raw.get("summary") is not None:
         summary = _resolve(root, str(raw["summary"]))
         if not summary.exists(): raise ValueError(f"{path}: summary notebook {raw['summary']!r} not found (looked for {summary})")
+        _check_notebook(path, "summary", summary)
     share = raw.get("max_failed_share", MAX_FAILED_SHARE)
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
         raise ValueError(f"{path}: max_failed_share must be a number from 0 to 1 (the share of failed model calls a run may have), got {share!r}")
@@ -165,6 +176,15 @@ def load_params(path: str | Path) -> SweepSpec:
     if headline is not None and not isinstance(headline, str): raise ValueError(f"{path}: headline must be a metric name, got {headline!r}")
     return SweepSpec(name, path, root.resolve(), nb, dict(fixed), dict(grid), list(cells), data,
                      str(raw.get("description") or ""), headline, summary, dict(nb_params), float(share))
+
+# %% ../nbs/20_sweep.ipynb #d8ab9000
+def _check_notebook(spec_path: Path, key: str, nb: Path) -> None:
+    "Refuse a `notebook:`/`summary:` that is not a Jupyter notebook before anything reads it; the error never quotes the file."
+    if nb.is_dir() or nb.suffix != ".ipynb":
+        raise ValueError(f"{spec_path}: {key} {nb} is not a Jupyter notebook (.ipynb); name the experiment notebook (its content is not read)")
+    try: nbformat.validate(nbformat.read(nb, as_version=4))
+    except Exception as e:
+        raise ValueError(f"{spec_path}: {key} {nb} is not a valid Jupyter notebook ({type(e).__name__}; its content is not shown)") from None
 
 # %% ../nbs/20_sweep.ipynb #59b9f995
 @dataclass
@@ -184,9 +204,10 @@ def run_name(overrides: dict) -> str:
     return f"{slug[:80]}-{stable_hash(overrides, 6)}"
 
 def check_secrets(params: dict, where: str = "", env: dict | None = None) -> None:
-    "Refuse any parameter whose value contains the value of an environment variable named by an `*_env` parameter."
+    "Refuse any parameter whose value contains the value of a secret variable: one an `*_env` parameter names, or any `core.secret_values`."
     env = os.environ if env is None else env
     secrets = {k: env[v] for k, v in params.items() if k.endswith("_env") and isinstance(v, str) and env.get(v)}
+    secrets.update({f"the secret variable {name}": value for value, name in secret_values(env=env)})
     for k, v in params.items():
         for name, secret in secrets.items():
             if k != name and len(secret) >= 4 and secret in canonical_json(v):
@@ -205,8 +226,8 @@ def expand_grid(spec: SweepSpec) -> list[Cell]:
         key = stable_hash(params)
         if key in seen: continue
         seen.add(key)
+        check_secrets(params, f"{spec.path}: cell {len(cells) + 1}: ")  # before the run's name, which shows values, exists
         cell = Cell(run_name(o), o, params)
-        check_secrets(params, f"{spec.path}: run {cell.run_id}: ")
         cells.append(cell)
     return cells
 
