@@ -30,12 +30,12 @@ from .report import (MANIFEST, QUIET_KERNEL, SWEEP_FILE, generic_summary_path, r
                                render_index, render_run, render_summary, write_json)
 
 # %% auto #0
-__all__ = ['SPEC_KEYS', 'RESERVED', 'MAX_FAILED_SHARE', 'PACKAGE_DATA', 'OUTPUTS', 'LOCK_FILE', 'PACKAGES', 'THREAD_VARS',
-           'EXECUTORS', 'SweepSpec', 'param_types', 'read_yaml', 'load_params', 'Cell', 'run_name', 'check_secrets',
-           'expand_grid', 'select_cells', 'notebook_hash', 'module_refs', 'module_closure', 'code_fingerprint',
-           'data_hash', 'cell_fingerprint', 'package_data_hash', 'sources_current', 'RunResult', 'folder_lock',
-           'failed_calls_problem', 'run_performance', 'run_job', 'git_info', 'package_versions', 'thread_budget',
-           'set_env', 'execute_local', 'execute_dask', 'SweepResult', 'is_current', 'run_sweep']
+__all__ = ['SPEC_KEYS', 'RESERVED', 'MAX_FAILED_SHARE', 'MAX_YAML_NODES', 'PACKAGE_DATA', 'OUTPUTS', 'LOCK_FILE', 'PACKAGES',
+           'THREAD_VARS', 'EXECUTORS', 'SweepSpec', 'param_types', 'read_yaml', 'load_params', 'Cell', 'run_name',
+           'check_secrets', 'expand_grid', 'select_cells', 'notebook_hash', 'module_refs', 'module_closure',
+           'code_fingerprint', 'data_hash', 'cell_fingerprint', 'package_data_hash', 'sources_current', 'RunResult',
+           'folder_lock', 'failed_calls_problem', 'run_performance', 'run_job', 'git_info', 'package_versions',
+           'thread_budget', 'set_env', 'execute_local', 'execute_dask', 'SweepResult', 'is_current', 'run_sweep']
 
 # %% ../nbs/20_sweep.ipynb #bbde0ad3
 SPEC_KEYS = ("name", "description", "notebook", "fixed", "grid", "cells", "data", "headline", "summary", "max_failed_share")
@@ -71,7 +71,13 @@ _TYPE_NAMES = {"bool": (bool,), "int": (int,), "float": (int, float), "str": (st
                "None": (type(None),), "NoneType": (type(None),), "Optional": (type(None),)}
 
 def param_types(nb_param: dict) -> tuple[type, ...] | None:
-    "The types a notebook parameter takes, from its annotation or else its default's literal; None when any value goes."
+    "The types a notebook parameter takes, from its annotation or else its default's literal (and None where its comment documents `None:`); None when any value goes."
+    types = _declared_types(nb_param)
+    if types is not None and type(None) not in types and re.search(r"\b(None|null)\b", nb_param.get("help") or ""):
+        types = (*types, type(None))  # e.g. `n_samples = 12  # ... None: all of them`
+    return types
+
+def _declared_types(nb_param: dict) -> tuple[type, ...] | None:
     ann = nb_param.get("inferred_type_name") or "None"
     if ann != "None":
         words = re.findall(r"[A-Za-z_]\w*", ann)
@@ -123,14 +129,47 @@ def _resolve(root: Path, p: str) -> Path:
     q = Path(p).expanduser()
     return (q if q.is_absolute() else root/q).resolve()
 
+# %% ../nbs/20_sweep.ipynb #2205a07e
+MAX_YAML_NODES = 100_000  # a params file expands to at most this many values: YAML aliases cannot blow it up
+
+class _ParamsYAMLError(ValueError): pass
+
+class _ParamsLoader(yaml.SafeLoader):
+    "Safe YAML that refuses a key given twice in one mapping and aliases that expand to more than `MAX_YAML_NODES` values."
+    def construct_mapping(self, node, deep=False):
+        seen = {}
+        for k, _ in node.value:
+            key = self.construct_object(k, deep=True)
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                raise _ParamsYAMLError(f"line {k.start_mark.line + 1}: key {key!r} is given twice (first on line {seen[key]}); "
+                                       f"YAML would silently keep only the last; merge them into one")
+            if isinstance(key, (str, int, float, bool)): seen[key] = k.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+    def compose_document(self):
+        node = super().compose_document()
+        sizes: dict[int, int] = {}
+        def size(n) -> int:  # values the document expands to, each alias counted in full; shared nodes are counted once each
+            if id(n) in sizes: return sizes[id(n)]
+            sizes[id(n)] = 1  # guards a recursive alias
+            kids = [x for kv in n.value for x in kv] if isinstance(n, yaml.MappingNode) else n.value if isinstance(n, yaml.SequenceNode) else []
+            total = 1 + sum(size(k) for k in kids)
+            if total > MAX_YAML_NODES: raise _ParamsYAMLError(f"its YAML aliases expand to more than {MAX_YAML_NODES:,} values; "
+                                                              f"write the values out, or use fewer aliases")
+            sizes[id(n)] = total
+            return total
+        if node is not None: size(node)
+        return node
+
 # %% ../nbs/20_sweep.ipynb #ba3122b6
 def read_yaml(path: str | Path) -> Any:
     "The YAML in a params or suite file; a missing file, a folder, or text that is not YAML is an error naming the file."
     path = Path(path)
     if not path.exists(): raise FileNotFoundError(f"params file {path} does not exist")
     if path.is_dir(): raise ValueError(f"{path} is a folder, not a params file; give a .yaml file, e.g. {path/'default.yaml'}")
-    try: return yaml.safe_load(path.read_text(encoding="utf-8"))
+    try: return yaml.load(path.read_text(encoding="utf-8"), Loader=_ParamsLoader)
     except UnicodeDecodeError as e: raise ValueError(f"{path}: not a text file ({e})") from None
+    except _ParamsYAMLError as e: raise ValueError(f"{path}: {e}") from None
     except yaml.YAMLError as e: raise ValueError(f"{path}: not valid YAML: {e}") from None
 
 def load_params(path: str | Path) -> SweepSpec:
