@@ -15,6 +15,7 @@ import platform
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -24,15 +25,15 @@ from typing import Any, Callable, Sequence
 import nbformat
 import yaml
 
-from .cache import project_root
+from .cache import ResponseCache, project_root
 from .core import canonical_json, looks_like_token, redact, secret_values, stable_hash, url_credential
 from .report import (MANIFEST, QUIET_KERNEL, SWEEP_FILE, generic_summary_path, read_manifest, read_sweep,
-                               render_index, render_run, render_summary, write_json)
+                               render_index, render_run, render_summary, write_json, write_text_atomic)
 
 # %% auto #0
 __all__ = ['SPEC_KEYS', 'RESERVED', 'MAX_FAILED_SHARE', 'MAX_YAML_NODES', 'PACKAGE_DATA', 'OUTPUTS', 'LOCK_FILE', 'PACKAGES',
-           'THREAD_VARS', 'EXECUTORS', 'SweepSpec', 'param_types', 'read_yaml', 'load_params', 'Cell', 'run_name',
-           'check_secrets', 'expand_grid', 'select_cells', 'notebook_hash', 'module_refs', 'module_closure',
+           'THREAD_VARS', 'EXECUTORS', 'OWNER_FILE', 'SweepSpec', 'param_types', 'read_yaml', 'load_params', 'Cell',
+           'run_name', 'check_secrets', 'expand_grid', 'select_cells', 'notebook_hash', 'module_refs', 'module_closure',
            'code_fingerprint', 'data_hash', 'cell_fingerprint', 'package_data_hash', 'sources_current', 'RunResult',
            'folder_lock', 'failed_calls_problem', 'run_performance', 'run_job', 'git_info', 'package_versions',
            'thread_budget', 'set_env', 'execute_local', 'execute_dask', 'SweepResult', 'is_current', 'run_sweep']
@@ -595,7 +596,9 @@ def run_sweep(params_path: str | Path, # the params file
     cells = expand_grid(spec)
     chosen = {c.run_id for c in select_cells(cells, only)}
     reports_dir = Path(reports_dir).resolve(); sweep_dir = reports_dir/spec.name
-    _check_owner(sweep_dir, spec)
+    _check_writable(sweep_dir)
+    with folder_lock(sweep_dir, f"sweep {spec.name} (checking who owns it)"):  # two files of one name started together: one wins
+        _check_owner(sweep_dir, spec)
     cache = Path(cache_path).resolve() if cache_path else spec.root/".cache"/"responses.sqlite"
     (code, code_modules), data = code_fingerprint(spec.notebook), data_hash(spec)
     base = {"sweep": spec.name, "params_file": spec.rel(spec.path), "notebook": spec.rel(spec.notebook),
@@ -615,6 +618,7 @@ def run_sweep(params_path: str | Path, # the params file
                          "max_failed_share": spec.max_failed_share,
                          "manifest": {**base, "run": c.run_id, "grid": c.overrides, "params": c.params, "fingerprint": fp}})
         else: results[c.run_id] = RunResult(c.run_id, "not run", c.overrides)
+    if jobs: ResponseCache(cache).check()  # a cache that cannot be used: one line naming it, before any kernel starts
     user_threads = {k: os.environ[k] for k in THREAD_VARS if os.environ.get(k)}
     for j in jobs: j.update(concurrent_runs=max(1, min(workers, len(jobs))), user_threads=user_threads)
     sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -665,8 +669,22 @@ def _old_sweep(sweep_dir: Path) -> dict:
         return {}
 
 def _check_owner(sweep_dir: Path, spec: SweepSpec) -> None:
-    "Refuse to write into a sweep folder that holds the reports of another params file with the same `name`."
-    other = _old_sweep(sweep_dir).get("params_file")
+    "Refuse to write into a sweep folder that holds the reports of another params file with the same `name`; else claim it (`.owner`)."
+    owner_file = sweep_dir/OWNER_FILE
+    other = _old_sweep(sweep_dir).get("params_file") or (owner_file.read_text(encoding="utf-8").strip() if owner_file.is_file() else None)
+    if other is None: write_text_atomic(owner_file, spec.rel(spec.path) + "\n")
     if other is not None and other != spec.rel(spec.path):
         raise ValueError(f"{spec.path}: its name {spec.name!r} is already used by {other}, whose reports are in {sweep_dir}; "
                          f"give one of them another `name:` (or remove that folder)")
+
+# %% ../nbs/20_sweep.ipynb #5c9d9856
+OWNER_FILE = ".owner"  # the params file a sweep folder belongs to, written under the folder's lock before any run
+
+def _check_writable(folder: Path) -> None:
+    "Make `folder` (and its parents) and try a file in it; a read-only reports folder is a ValueError naming it."
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder): pass
+    except OSError as e:
+        raise ValueError(f"reports folder {folder} is not writable ({e.strerror or e}); give another --reports folder "
+                         f"or make it writable") from None
