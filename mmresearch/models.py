@@ -202,10 +202,10 @@ class OpenAIChatModel:
                     body = self._body(r)  # built only once a slot is free, so queued requests hold no encoded images
                     # the client's generic `post` sends the body as is; the typed `chat.completions.create` spends more
                     # CPU validating our own well-formed body than the request itself costs
-                    async def attempt() -> dict:
+                    async def post() -> dict:
                         raw = await client.post("/chat/completions", cast_to=httpx2.Response, body=body)
                         return raw.json()
-                    try: answer = await asyncio.wait_for(attempt(), self.timeout_s)  # connect to last byte: a dripping server is cut off
+                    try: answer = await asyncio.wait_for(post(), self.timeout_s)  # connect to last byte: a dripping server is cut off
                     except asyncio.TimeoutError: raise TimeoutError(f"no complete response within timeout_s={self.timeout_s:g} s") from None
                     return _parse_completion(answer, time.perf_counter() - t0, r.score_options)
                 except ImageDecodeError as e: return Response.failed("bad_request", str(e))
