@@ -632,7 +632,7 @@ def run_sweep(params_path: str | Path, # the params file
     with folder_lock(sweep_dir, f"the summary of sweep {spec.name}"):
         summary_error = _write_sweep_and_summary(spec, sweep_dir, runs, fps, code, base)
     res = SweepResult(spec.name, sweep_dir, render_index(reports_dir), runs, summary_error)
-    for r in res.failed: print(f"run {r.run} failed: {r.error}\n  notebook: {r.notebook}", file=sys.stderr)
+    for r in res.failed: print(redact(f"run {r.run} failed: {r.error}\n  notebook: {r.notebook}"), file=sys.stderr)
     return res
 
 def _write_sweep_and_summary(spec: SweepSpec, sweep_dir: Path, runs: list[RunResult], fps: dict, code: str, base: dict) -> str | None:
