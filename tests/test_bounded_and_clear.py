@@ -27,7 +27,7 @@ from test_sweep import ROOT, cli, write
 
 @contextlib.contextmanager
 def dripping_server(stop: threading.Event):
-    "An HTTP server on 127.0.0.1 that answers 200 with a 10,000-byte body, then sends one byte every 0.2 s until `stop`."
+    "An HTTP server on 127.0.0.1 that answers 200 with a 10,000-byte body, then sends one byte every 0.2 s until `stop` (at most 30 s)."
     srv = socket.create_server(("127.0.0.1", 0)); srv.settimeout(0.1)
     def serve():
         while not stop.is_set():
@@ -36,7 +36,8 @@ def dripping_server(stop: threading.Event):
             with conn:
                 conn.settimeout(5); conn.recv(65536)
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 10000\r\n\r\n{")
-                while not stop.wait(0.2):
+                for _ in range(150):
+                    if stop.wait(0.2): break
                     try: conn.sendall(b" ")
                     except OSError: break
     t = threading.Thread(target=serve, daemon=True); t.start()
