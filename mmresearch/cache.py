@@ -19,8 +19,8 @@ from .batchcheck import BatchCheck
 from .core import Request, Response, redact, redact_response, secret_values, stable_hash
 
 # %% auto #0
-__all__ = ['PROCESS_STATS', 'project_root', 'default_cache_path', 'cache_key', 'CacheIntegrityWarning', 'ResponseCache',
-           'CacheStats', 'CachedModel']
+__all__ = ['PROCESS_STATS', 'project_root', 'default_cache_path', 'cache_key', 'CacheIntegrityWarning', 'CacheError',
+           'CacheReadOnlyWarning', 'ResponseCache', 'CacheStats', 'CachedModel']
 
 # %% ../nbs/01_cache.ipynb #f9dc972d
 def project_root(start: Path | None = None) -> Path | None:
@@ -52,6 +52,21 @@ def _digest(key: str, payload: bytes) -> str:
     "Checksum of one stored answer: SHA-256 of its key and its stored bytes."
     return hashlib.sha256(key.encode() + b"\n" + payload).hexdigest()
 
+# %% ../nbs/01_cache.ipynb #03ae5b79
+class CacheError(ValueError):
+    "The response cache file cannot be used; the message names it and says what to do."
+
+class CacheReadOnlyWarning(UserWarning):
+    "The response cache cannot be written: its answers are served, new answers are not kept."
+
+def _cache_error(path: Path, e: Exception) -> CacheError:
+    "A one-line error naming the cache file, from SQLite's or the OS's."
+    msg = str(e)
+    if "not a database" in msg or "malformed" in msg:
+        return CacheError(f"response cache {path} is not a readable SQLite database ({msg}): it is damaged or another kind of "
+                          f"file; move it aside and run again (answers are asked anew), or give another cache path (--cache)")
+    return CacheError(f"response cache {path} cannot be used ({msg}); check it and its folder's permissions, or give another cache path (--cache)")
+
 # %% ../nbs/01_cache.ipynb #3ca27830
 class ResponseCache:
     "SQLite (WAL) store of successful responses, plus a log of failed calls; safe across processes."
@@ -62,25 +77,57 @@ class ResponseCache:
         self.busy_timeout_s = busy_timeout_s
         self._conn: sqlite3.Connection | None = None
         self._pid: int | None = None
+        self.read_only = False # True once writing failed: answers are served from it, new answers are not stored
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None or self._pid != os.getpid():  # a forked child opens its own connection
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None)
-            _set_wal(conn, self.busy_timeout_s)
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.executescript(_SCHEMA)
-            if not _has_digest(conn): _add_digests(conn)
+            if self.path.is_dir(): raise CacheError(f"response cache {self.path} is a folder, not a file; give a file path such "
+                                                    f"as {self.path/'responses.sqlite'} (--cache), or remove the folder")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None)
+                try:
+                    _set_wal(conn, self.busy_timeout_s)
+                    conn.execute("PRAGMA synchronous=NORMAL")
+                    conn.executescript(_SCHEMA)
+                    if not _has_digest(conn): _add_digests(conn)
+                except sqlite3.OperationalError as e:
+                    if not ("readonly" in str(e) or "unable to open" in str(e)) or not self.path.is_file(): raise
+                    conn.close(); conn = self._open_read_only()
+            except sqlite3.DatabaseError as e: raise _cache_error(self.path, e) from None
+            except OSError as e: raise _cache_error(self.path, e) from None
             self._conn, self._pid = conn, os.getpid()
         return self._conn
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        "The cache opened for reading only (say so once); `immutable` when not even SQLite's shared-memory file can be made."
+        self._read_only_warning()
+        try:
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+            conn.execute("SELECT COUNT(*) FROM responses").fetchone()
+            return conn
+        except sqlite3.OperationalError:
+            return sqlite3.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True, isolation_level=None)
+
+    def _read_only_warning(self) -> None:
+        if not self.read_only:
+            warnings.warn(f"response cache {self.path} is read-only: answers in it are served, new answers are not stored "
+                          f"(make the file and its folder writable to keep them)", CacheReadOnlyWarning, stacklevel=3)
+        self.read_only = True
+
+    def check(self) -> int:
+        "Open the cache and count its answers; a `CacheError` naming the file when it cannot be used."
+        try: return len(self)
+        except sqlite3.DatabaseError as e: raise _cache_error(self.path, e) from None
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Response]:
         "The cached responses among `keys` whose checksum holds, as a key -> Response dict; a warning names corrupt rows."
         keys, found, corrupt = list(dict.fromkeys(keys)), {}, []
         for i in range(0, len(keys), 900):  # stay under SQLite's bound-parameter limit
             chunk = keys[i:i+900]
-            rows = self._db().execute(f"SELECT key, CAST(response AS BLOB), digest FROM responses "
-                                      f"WHERE key IN ({','.join('?'*len(chunk))})", chunk)
+            try: rows = self._db().execute(f"SELECT key, CAST(response AS BLOB), digest FROM responses "
+                                           f"WHERE key IN ({','.join('?'*len(chunk))})", chunk).fetchall()
+            except sqlite3.DatabaseError as e: raise _cache_error(self.path, e) from None
             for k, payload, digest in rows:
                 if digest == _digest(k, payload): found[k] = Response.from_dict(_loads(payload))
                 else: corrupt.append(k)
@@ -102,14 +149,19 @@ class ResponseCache:
                 ok.append((k, m, r, payload, now, _digest(k, payload.encode())))
             else: bad.append((k, m, r, resp.error.kind, resp.error.message, now))
         db = self._db()
-        db.execute("BEGIN IMMEDIATE")
+        if self.read_only or not (ok or bad): return
         try:
-            db.executemany("INSERT OR REPLACE INTO responses (key, model, request, response, created, digest) "
-                           "VALUES (?,?,?,?,?,?)", ok)
-            db.executemany("INSERT INTO errors (key, model, request, kind, message, created) VALUES (?,?,?,?,?,?)", bad)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK"); raise
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.executemany("INSERT OR REPLACE INTO responses (key, model, request, response, created, digest) "
+                               "VALUES (?,?,?,?,?,?)", ok)
+                db.executemany("INSERT INTO errors (key, model, request, kind, message, created) VALUES (?,?,?,?,?,?)", bad)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK"); raise
+        except sqlite3.OperationalError as e:
+            if "readonly" in str(e): return self._read_only_warning()  # the answers are returned all the same
+            raise _cache_error(self.path, e) from None
 
     def __len__(self) -> int: return self._db().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 

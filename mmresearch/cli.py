@@ -13,11 +13,35 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 # %% auto #0
-__all__ = ['format_table', 'cmd_score', 'scorer_options', 'score_parser', 'parse_only', 'performance_summary', 'performance_line',
-           'suite_members', 'cmd_sweep', 'cmd_main', 'build_parser', 'main']
+__all__ = ['BINARY_INPUTS', 'check_input', 'format_table', 'cmd_score', 'scorer_options', 'score_parser', 'parse_only',
+           'performance_summary', 'performance_line', 'suite_members', 'cmd_sweep', 'cmd_main', 'build_parser', 'main']
 
 # %% ../nbs/30_cli.ipynb #3d87be03
+from .core import redact
 from .registry import get_scorer, scorer_names
+
+# %% ../nbs/30_cli.ipynb #85b86e47
+BINARY_INPUTS = (".xlsx", ".xls", ".parquet")  # read by their own libraries, not as text
+
+def check_input(path: str | Path) -> None:
+    "A predictions file a scorer can read: a file, not a folder; a complete gzip when `.gz`; UTF-8 text. Else a one-line ValueError naming the file (and line)."
+    import gzip, zlib
+    p = Path(path)
+    if p.is_dir(): raise ValueError(f"predictions file {p} is a folder; give the predictions file inside it (e.g. {p/'answers.jsonl'})")
+    try:
+        with (gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")) as f: data = f.read()
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise ValueError(f"{p}: not a complete gzip file ({e}); it is truncated or damaged: copy or compress it again") from None
+    except OSError as e: raise ValueError(f"{p}: cannot be read ({e.strerror or e})") from None
+    if Path(p.stem if p.suffix == ".gz" else p.name).suffix.lower() in BINARY_INPUTS: return
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in data:
+        line = data.count(b"\n", 0, max(data.find(b"\x00"), 0)) + 1
+        raise ValueError(f"{p}:{line}: UTF-16 (or other non-UTF-8) text, with zero bytes; predictions must be UTF-8: save the file as UTF-8")
+    try: data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line, column = data.count(b"\n", 0, e.start) + 1, e.start - data.rfind(b"\n", 0, e.start)
+        raise ValueError(f"{p}:{line}: not UTF-8 (byte 0x{data[e.start]:02x}, column {column}); predictions "
+                         f"must be UTF-8: save the file as UTF-8 (it may be Latin-1 or Windows-1252)") from None
 
 # %% ../nbs/30_cli.ipynb #bbc73bef
 def format_table(d: dict) -> str:
@@ -41,6 +65,7 @@ def cmd_score(kind: str, input: str, table: bool = False,
     for k in opts:
         if k not in accepted: raise ValueError(f"scorer {kind!r} does not take --{k}")
     if not Path(input).exists(): raise FileNotFoundError(f"predictions file {input} does not exist")
+    check_input(input)
     from mmresearch.report import json_text
     result = scorer(input, **opts)
     print(json_text(result))  # strict JSON: a metric with no value (NaN) is null
@@ -152,7 +177,7 @@ def cmd_sweep(params: str, workers: int = 2, executor: str = "local", only: Sequ
     for f in files:
         res = run_sweep(f, workers=workers, executor=executor, only=parse_only(only), reports_dir=reports,
                         scheduler_address=scheduler, cache_path=cache, progress=progress)
-        print(res.describe())
+        print(redact(res.describe()))
         results.append(res)
     return results
 
@@ -221,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = cmd_main(a.workers, a.reports, a.cache, not a.no_progress)
         return 0 if all(r.ok for r in results) else 1
     except (ValueError, KeyError, FileNotFoundError, ImportError) as e:
-        print(f"mmresearch {command}: error: {e.args[0] if isinstance(e, KeyError) and e.args else e}", file=sys.stderr)
+        print(redact(f"mmresearch {command}: error: {e.args[0] if isinstance(e, KeyError) and e.args else e}"), file=sys.stderr)
         return 2
 
 

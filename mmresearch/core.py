@@ -21,7 +21,8 @@ from PIL import Image, UnidentifiedImageError
 # %% auto #0
 __all__ = ['MAX_IMAGE_PIXELS', 'Part', 'ERROR_KINDS', 'SECRET_NAME', 'MIN_SECRET_LEN', 'canonical_json', 'stable_hash',
            'ImageDecodeError', 'ImageRef', 'Message', 'user', 'Request', 'CallError', 'Response', 'option_variants',
-           'option_share', 'register_secret_env', 'secret_values', 'redact', 'redact_response', 'Sample', 'read_jsonl']
+           'option_share', 'register_secret_env', 'secret_values', 'redact', 'redact_response', 'looks_like_token',
+           'url_credential', 'Sample', 'read_jsonl']
 
 # %% ../nbs/00_core.ipynb #ada5735d
 def canonical_json(obj: Any) -> str:
@@ -276,6 +277,26 @@ def redact_response(r: Response, secrets: list[tuple[str, str]] | None = None) -
         return r if text is r.text else replace(r, text=text)
     message = redact(r.error.message, secrets)
     return r if message is r.error.message else replace(r, error=replace(r.error, message=message))
+
+# %% ../nbs/00_core.ipynb #0545c3b1
+_TOKEN_PREFIX = re.compile(r"(hf_|api_|ghp_|gho_|ghs_|ghu_|github_pat_|glpat-|xox[abprs]-|sk-|sk_|pk_|rk_|AKIA|ASIA|AIza)[A-Za-z0-9_-]{16,}")
+_URL_SECRET = re.compile(r"(^|[_-])(api[_-]?key|key|token|access[_-]?token|sig|signature|secret|password|passwd|auth|code|credentials?)$", re.I)
+
+def looks_like_token(s: str) -> bool:
+    "Whether `s` has the shape of a key or token (a known prefix such as `hf_`, `sk-`, `AKIA`; or 20+ characters mixing lower, upper and digits)."
+    s = str(s).strip()
+    return bool(_TOKEN_PREFIX.fullmatch(s)) or (len(s) >= 20 and " " not in s and all(re.search(p, s) for p in ("[a-z]", "[A-Z]", "[0-9]")))
+
+def url_credential(v: str) -> str | None:
+    "What makes URL `v` carry a credential (a query parameter named like a key, or a password before the host); None when it carries none."
+    from urllib.parse import parse_qsl, urlsplit
+    if not isinstance(v, str) or "://" not in v: return None
+    try: u = urlsplit(v.strip())
+    except ValueError: return None
+    if u.password: return "a password before the host"
+    for name, _ in parse_qsl(u.query, keep_blank_values=True):
+        if _URL_SECRET.search(name): return f"query parameter {name!r}"
+    return None
 
 # %% ../nbs/00_core.ipynb #6ac45558
 @dataclass

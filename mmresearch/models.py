@@ -96,7 +96,7 @@ _RETRYABLE_STATUS = {408, 409, 429}
 def classify_openai_error(e: Exception) -> tuple[str, bool, int | None]:
     "Map an `openai` client exception to (error kind, retryable, HTTP status)."
     import openai
-    if isinstance(e, openai.APITimeoutError): return "timeout", True, None
+    if isinstance(e, (openai.APITimeoutError, TimeoutError)): return "timeout", True, None
     if isinstance(e, openai.APIConnectionError): return "connection", True, None
     if isinstance(e, openai.APIStatusError):
         s = e.status_code
@@ -165,7 +165,7 @@ class OpenAIChatModel:
                  model: str, # the model name the server knows
                  base_url: str | None = None, # e.g. http://127.0.0.1:8000/v1; None means OpenAI's default
                  api_key_env: str | None = "OPENAI_API_KEY", # NAME of the env var holding the key; None if no key is needed
-                 timeout_s: float = 120.0, # per attempt
+                 timeout_s: float = 120.0, # bounds each whole attempt: connecting, sending, and the response to its last byte
                  max_concurrency: int = 32, # requests in flight at once
                  max_retries: int = 5, # retries after the first attempt, for retryable failures
                  backoff_s: float = 0.5, # first backoff; doubles each retry, with jitter, capped at `backoff_max_s`
@@ -208,8 +208,12 @@ class OpenAIChatModel:
                     body = self._body(r)  # built only once a slot is free, so queued requests hold no encoded images
                     # the client's generic `post` sends the body as is; the typed `chat.completions.create` spends more
                     # CPU validating our own well-formed body than the request itself costs
-                    raw = await client.post("/chat/completions", cast_to=httpx2.Response, body=body)
-                    return _parse_completion(raw.json(), time.perf_counter() - t0, r.score_options)
+                    async def post() -> dict:
+                        raw = await client.post("/chat/completions", cast_to=httpx2.Response, body=body)
+                        return raw.json()
+                    try: answer = await asyncio.wait_for(post(), self.timeout_s)  # connect to last byte: a dripping server is cut off
+                    except asyncio.TimeoutError: raise TimeoutError(f"no complete response within timeout_s={self.timeout_s:g} s") from None
+                    return _parse_completion(answer, time.perf_counter() - t0, r.score_options)
                 except ImageDecodeError as e: return Response.failed("bad_request", str(e))
                 except NoLogprobs as e: return Response.failed("unsupported", str(e), latency_s=time.perf_counter() - t0)
                 except Exception as e:

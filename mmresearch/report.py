@@ -27,14 +27,15 @@ from .registry import finding_for, get_finding
 
 # %% auto #0
 __all__ = ['MANIFEST', 'SPAN_COLOURS', 'NO_SCRIPT_META', 'SWEEP_FILE', 'FRACTION_RATES', 'SCORES', 'FINDING_PNG', 'FINDING_JSON',
-           'COMPARE_PAGE', 'MODEL_KEYS', 'MAIN_METRICS', 'QUIET_KERNEL', 'json_safe', 'json_text', 'write_text_atomic',
-           'write_json', 'read_json', 'read_manifest', 'write_manifest', 'figure_png', 'show_figure', 'gallery_html',
-           'examples_gallery', 'highlight_spans', 'span_legend', 'notebook_html', 'external_resources', 'flatten',
-           'manifest_html', 'nav_html', 'render_run', 'read_sweep', 'load_sweep', 'condition_label', 'metric_table',
-           'plot_metric', 'in_percent', 'unit', 'fmt_ci', 'overall_label', 'Finding', 'varying_keys', 'plt_colours',
-           'disc_finding', 'length_finding', 'mmbench_finding', 'category_finding', 'headline_finding', 't2i_finding',
-           'pope_finding', 'finding', 'write_finding', 'compare_table', 'render_compare', 'quiet_progress', 'md_text',
-           'md_code', 'generic_summary_path', 'render_summary', 'runs_links_html', 'headline_value', 'render_index']
+           'COMPARE_PAGE', 'MODEL_KEYS', 'MAIN_METRICS', 'QUIET_KERNEL', 'LITERAL_TEXT', 'json_safe', 'json_text',
+           'write_text_atomic', 'write_json', 'read_json', 'read_manifest', 'write_manifest', 'write_csv', 'figure_png',
+           'show_figure', 'gallery_html', 'examples_gallery', 'highlight_spans', 'span_legend', 'notebook_html',
+           'external_resources', 'flatten', 'manifest_html', 'nav_html', 'render_run', 'read_sweep', 'load_sweep',
+           'condition_label', 'metric_table', 'plot_metric', 'in_percent', 'unit', 'fmt_ci', 'overall_label', 'Finding',
+           'varying_keys', 'plt_colours', 'disc_finding', 'length_finding', 'mmbench_finding', 'category_finding',
+           'headline_finding', 't2i_finding', 'pope_finding', 'finding', 'write_finding', 'compare_table',
+           'render_compare', 'quiet_progress', 'md_text', 'md_code', 'generic_summary_path', 'literal_text',
+           'render_summary', 'runs_links_html', 'headline_value', 'render_index', 'checked_sweep']
 
 # %% ../nbs/21_report.ipynb #59129d39
 MANIFEST = "manifest.json"
@@ -56,6 +57,7 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes it 0600; the file follows the umask like any other
         with os.fdopen(fd, "w", encoding="utf-8") as f: f.write(text); f.flush(); os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -87,6 +89,16 @@ def write_manifest(output_dir: str | Path, # the run's output folder
     m = read_manifest(out)
     m["study"] = {**m.get("study", {}), **json.loads(canonical_json(fields)), "model_time_s": round(PROCESS_STATS.model_s, 3)}
     return write_json(out/MANIFEST, m)
+
+# %% ../nbs/21_report.ipynb #8f058376
+def _umask() -> int:
+    "The process's umask (read by setting it and putting it back)."
+    mask = os.umask(0o022); os.umask(mask)
+    return mask
+
+def write_csv(df: pd.DataFrame, path: str | Path) -> Path:
+    "Write `df` as CSV (no index) to `path`, atomically: a run killed while writing leaves the old file or none, never a cut one."
+    return write_text_atomic(path, df.to_csv(index=False))
 
 # %% ../nbs/21_report.ipynb #2c965df2
 def figure_png(fig, dpi: int = 100) -> bytes:
@@ -594,12 +606,14 @@ FINDING_PNG, FINDING_JSON, COMPARE_PAGE = "finding.png", "finding.json", "compar
 
 def write_finding(sweep_dir: str | Path) -> dict | None:
     "Save the sweep's finding for the index: a small `finding.png` and `finding.json` (title, sentences); None when there is none."
+    import matplotlib
     import matplotlib.pyplot as plt
     sweep_dir = Path(sweep_dir)
     for f in (FINDING_PNG, FINDING_JSON): (sweep_dir/f).unlink(missing_ok=True)
-    found = finding(sweep_dir)
-    if found is None: return None
-    (sweep_dir/FINDING_PNG).write_bytes(figure_png(found.fig, dpi=36)); plt.close(found.fig)
+    with matplotlib.rc_context(LITERAL_TEXT):  # labels come from params and data: literal text
+        found = finding(sweep_dir)
+        if found is None: return None
+        (sweep_dir/FINDING_PNG).write_bytes(figure_png(found.fig, dpi=36)); plt.close(found.fig)
     record = {"title": found.title, "sentences": found.sentences, "alt": found.alt}
     write_json(sweep_dir/FINDING_JSON, record)
     return record
@@ -652,7 +666,7 @@ def quiet_progress() -> None:
 
 # papermill kernels: no start-up warnings on the terminal of every run, and no widget warning on any page
 QUIET_KERNEL = ["--IPKernelApp.log_level=CRITICAL",
-                "--IPKernelApp.exec_lines=import mmresearch.report as _r; _r.quiet_progress(); del _r"]
+                "--IPKernelApp.exec_lines=import mmresearch.report as _r; _r.quiet_progress(); _r.literal_text(); del _r"]
 
 def md_text(v: Any) -> str:
     "`v` as Markdown that shows as plain text: HTML characters as entities, Markdown punctuation backslash-escaped."
@@ -669,6 +683,14 @@ def generic_summary_path() -> Path:
     if not path.exists(): raise FileNotFoundError(f"the generic summary notebook is not at {path}; sweeps run from a checkout of the project")
     return path
 
+
+# %% ../nbs/21_report.ipynb #ac683b3a
+LITERAL_TEXT = {"text.parse_math": False, "text.usetex": False}  # matplotlib settings: labels are shown as written
+
+def literal_text() -> None:
+    "From here on every matplotlib label is literal text: a `$` from a model name or a category is a dollar sign, never mathtext."
+    import matplotlib
+    matplotlib.rcParams.update(LITERAL_TEXT)
 
 # %% ../nbs/21_report.ipynb #ea5e92ca
 def render_summary(sweep_dir: str | Path, # the sweep's report folder
@@ -727,7 +749,7 @@ def render_index(reports_dir: str | Path) -> Path:
     lines, sections = [], []
     e = html.escape
     for sd in sorted(p.parent for p in reports_dir.glob(f"*/{SWEEP_FILE}")):
-        try: info = read_sweep(sd)
+        try: info = checked_sweep(sd)
         except ValueError as err:   # another sweep's broken record must not hide the rest
             lines.append(f'<tr><td></td><td>{e(sd.name)}</td><td class="failed">{e(str(err))}</td></tr>'); continue
         lines.append(_sweep_line(sd, info))
@@ -751,3 +773,29 @@ def render_index(reports_dir: str | Path) -> Path:
             f'{NO_SCRIPT_META}<style>{_INDEX_CSS}</style></head><body><h1>mmresearch reports</h1>{body}</body></html>\n')
     reports_dir.mkdir(parents=True, exist_ok=True)
     return write_text_atomic(reports_dir/"index.html", page)
+
+# %% ../nbs/21_report.ipynb #1ee9ed05
+def _damaged(path: Path, why: str) -> ValueError:
+    return ValueError(f"{path} is damaged ({why}); delete it or run this sweep again")
+
+def checked_sweep(sweep_dir: str | Path) -> dict:
+    "The sweep's `sweep.json` after checking it and the files the index reads (finding.json, each run's metrics.csv); a ValueError names the damaged file."
+    sd = Path(sweep_dir); info = read_sweep(sd)
+    runs = info.get("runs") if isinstance(info, dict) else None
+    if not isinstance(info, dict) or not isinstance(info.get("name"), str) or not isinstance(runs, list):
+        raise _damaged(sd/SWEEP_FILE, "expected a mapping with `name` and a list of `runs`")
+    for r in runs:
+        if not (isinstance(r, dict) and isinstance(r.get("run"), str) and isinstance(r.get("status"), str) and isinstance(r.get("grid", {}), dict)):
+            raise _damaged(sd/SWEEP_FILE, f"a run entry without `run`, `status` and `grid`: {str(r)[:80]}")
+    if not isinstance(info.get("grid_keys", []), list): raise _damaged(sd/SWEEP_FILE, "`grid_keys` is not a list")
+    if (sd/FINDING_JSON).exists():
+        rec = read_json(sd/FINDING_JSON)
+        if not (isinstance(rec, dict) and isinstance(rec.get("title"), str) and isinstance(rec.get("alt"), str) and isinstance(rec.get("sentences"), list)):
+            raise _damaged(sd/FINDING_JSON, "expected `title`, `sentences` and `alt`")
+    for r in runs:
+        f = sd/r["run"]/"metrics.csv"
+        if r["status"] not in ("ok", "skipped") or not f.exists(): continue
+        try: df = pd.read_csv(f)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e: raise _damaged(f, f"{type(e).__name__}: {e}") from None
+        if not {"metric", "value"} <= set(df.columns): raise _damaged(f, f"no columns 'metric' and 'value', has {list(df.columns)}")
+    return info

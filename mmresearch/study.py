@@ -5,6 +5,7 @@
 # %% ../nbs/19_study.ipynb #4cb03e7f
 from __future__ import annotations
 
+import glob
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,11 +13,13 @@ from pathlib import Path
 from fastcore.basics import patch
 
 from .cache import CachedModel, ResponseCache
-from .models import load_model, parse_model_spec
+from .blind import BlindModel
+from .generation import MODEL_FILES, folder_hash
+from .models import HFModel, load_model, parse_model_spec
 from . import report
 
 # %% auto #0
-__all__ = ['Run', 'open_run']
+__all__ = ['Run', 'model_sources', 'open_run']
 
 # %% ../nbs/19_study.ipynb #89410200
 @dataclass
@@ -67,7 +70,8 @@ def manifest_fields(self: Run) -> dict:
         out[role], out[f"{role}_fingerprint"] = self.specs[role], m.fingerprint if m is not None else None
     first = next(iter(self.models.values()), None)
     return {**out, "batch_invariance": first.batch_invariance() if first is not None else None,
-            "cache": _cache_fields(self.models)}
+            "cache": _cache_fields(self.models),
+            "model_sources": {role: model_sources(m.model) for role, m in self.models.items() if m is not None}}
 
 @patch
 def write_manifest(self: Run, **fields) -> Path: # study facts: dataset, prompt hashes, decoding, seeds ...
@@ -77,6 +81,17 @@ def write_manifest(self: Run, **fields) -> Path: # study facts: dataset, prompt 
         from mmresearch.eee import write_eee
         write_eee(self.out, self.study)
     return path
+
+# %% ../nbs/19_study.ipynb #27fa53a5
+def model_sources(backend) -> list[dict]:
+    "The local files a backend's weights come from: folder, file globs and their SHA-256 (`generation.folder_hash`); [] for none."
+    if isinstance(backend, HFModel) and backend.is_local: folder, patterns = Path(backend.model_id), MODEL_FILES
+    elif isinstance(backend, BlindModel):
+        try: path = backend.path
+        except (FileNotFoundError, ModuleNotFoundError): return []
+        folder, patterns = path.parent, (glob.escape(path.name),)
+    else: return []
+    return [{"folder": str(folder.resolve()), "patterns": list(patterns), "sha256": folder_hash(folder, patterns)}]
 
 # %% ../nbs/19_study.ipynb #b03718f0
 def open_run(name: str, # the study's name: prefixes the temporary folders

@@ -15,6 +15,7 @@ import platform
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -24,18 +25,18 @@ from typing import Any, Callable, Sequence
 import nbformat
 import yaml
 
-from .cache import project_root
-from .core import canonical_json, stable_hash
+from .cache import ResponseCache, project_root
+from .core import canonical_json, looks_like_token, redact, secret_values, stable_hash, url_credential
 from .report import (MANIFEST, QUIET_KERNEL, SWEEP_FILE, generic_summary_path, read_manifest, read_sweep,
-                               render_index, render_run, render_summary, write_json)
+                               render_index, render_run, render_summary, write_json, write_text_atomic)
 
 # %% auto #0
-__all__ = ['SPEC_KEYS', 'RESERVED', 'MAX_FAILED_SHARE', 'OUTPUTS', 'LOCK_FILE', 'PACKAGES', 'THREAD_VARS', 'EXECUTORS',
-           'SweepSpec', 'param_types', 'read_yaml', 'load_params', 'Cell', 'run_name', 'check_secrets', 'expand_grid',
-           'select_cells', 'notebook_hash', 'module_refs', 'module_closure', 'code_fingerprint', 'data_hash',
-           'cell_fingerprint', 'RunResult', 'folder_lock', 'failed_calls_problem', 'run_performance', 'run_job',
-           'git_info', 'package_versions', 'thread_budget', 'set_env', 'execute_local', 'execute_dask', 'SweepResult',
-           'is_current', 'run_sweep']
+__all__ = ['SPEC_KEYS', 'RESERVED', 'MAX_FAILED_SHARE', 'MAX_YAML_NODES', 'PACKAGE_DATA', 'OUTPUTS', 'LOCK_FILE', 'PACKAGES',
+           'THREAD_VARS', 'EXECUTORS', 'OWNER_FILE', 'SweepSpec', 'param_types', 'read_yaml', 'load_params', 'Cell',
+           'run_name', 'check_secrets', 'expand_grid', 'select_cells', 'notebook_hash', 'module_refs', 'module_closure',
+           'code_fingerprint', 'data_hash', 'cell_fingerprint', 'package_data_hash', 'sources_current', 'RunResult',
+           'folder_lock', 'failed_calls_problem', 'run_performance', 'run_job', 'git_info', 'package_versions',
+           'thread_budget', 'set_env', 'execute_local', 'execute_dask', 'SweepResult', 'is_current', 'run_sweep']
 
 # %% ../nbs/20_sweep.ipynb #bbde0ad3
 SPEC_KEYS = ("name", "description", "notebook", "fixed", "grid", "cells", "data", "headline", "summary", "max_failed_share")
@@ -71,7 +72,13 @@ _TYPE_NAMES = {"bool": (bool,), "int": (int,), "float": (int, float), "str": (st
                "None": (type(None),), "NoneType": (type(None),), "Optional": (type(None),)}
 
 def param_types(nb_param: dict) -> tuple[type, ...] | None:
-    "The types a notebook parameter takes, from its annotation or else its default's literal; None when any value goes."
+    "The types a notebook parameter takes, from its annotation or else its default's literal (and None where its comment documents `None:`); None when any value goes."
+    types = _declared_types(nb_param)
+    if types is not None and type(None) not in types and re.search(r"\b(None|null)\b", nb_param.get("help") or ""):
+        types = (*types, type(None))  # e.g. `n_samples = 12  # ... None: all of them`
+    return types
+
+def _declared_types(nb_param: dict) -> tuple[type, ...] | None:
     ann = nb_param.get("inferred_type_name") or "None"
     if ann != "None":
         words = re.findall(r"[A-Za-z_]\w*", ann)
@@ -104,9 +111,18 @@ def _check_params(where: str, params: Any, spec_path: Path, nb_params: dict, not
             if str(k).endswith("_env") and x is not None and not (isinstance(x, str) and _ENV_NAME.fullmatch(x)):
                 raise ValueError(f"{spec_path}: {where}.{k} must be the NAME of an environment variable (letters, digits and '_', "
                                  f"not starting with a digit) or null; the value given is not a name (not shown here: it may be a key)")
+            if str(k).endswith("_env") and isinstance(x, str) and (looks_like_token(x) or x in dict(secret_values())):
+                raise ValueError(f"{spec_path}: {where}.{k} must be the NAME of an environment variable, but the value given looks "
+                                 f"like a key or token itself (not shown here); put the key in a variable and give its name, e.g. OPENAI_API_KEY")
+            where_url = next((c for c in map(url_credential, x if isinstance(x, list) else [x]) if c), None)
+            if where_url:
+                raise ValueError(f"{spec_path}: {where}.{k} is a URL with a credential in it ({where_url}; its value is not shown "
+                                 f"here); keys are never parameters (papermill writes them into the notebook, the run folder's name "
+                                 f"and the reports): put the key in an environment variable and name it with api_key_env")
             types = param_types(nb_params[k])
             if types is not None and not _type_ok(x, types):
                 shown = repr(x) if len(repr(x)) <= 60 else repr(x)[:57] + "..."
+                if looks_like_token(x) or redact(repr(x)) != repr(x): shown = "a value that looks like a key (not shown)"
                 raise ValueError(f"{spec_path}: {where}.{k} is {shown} ({type(x).__name__}), but {notebook.name} expects "
                                  f"{' or '.join(t.__name__ for t in types)} (its parameters cell: {k} = {nb_params[k].get('default')})")
 
@@ -114,14 +130,47 @@ def _resolve(root: Path, p: str) -> Path:
     q = Path(p).expanduser()
     return (q if q.is_absolute() else root/q).resolve()
 
+# %% ../nbs/20_sweep.ipynb #2205a07e
+MAX_YAML_NODES = 100_000  # a params file expands to at most this many values: YAML aliases cannot blow it up
+
+class _ParamsYAMLError(ValueError): pass
+
+class _ParamsLoader(yaml.SafeLoader):
+    "Safe YAML that refuses a key given twice in one mapping and aliases that expand to more than `MAX_YAML_NODES` values."
+    def construct_mapping(self, node, deep=False):
+        seen = {}
+        for k, _ in node.value:
+            key = self.construct_object(k, deep=True)
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                raise _ParamsYAMLError(f"line {k.start_mark.line + 1}: key {key!r} is given twice (first on line {seen[key]}); "
+                                       f"YAML would silently keep only the last; merge them into one")
+            if isinstance(key, (str, int, float, bool)): seen[key] = k.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+    def compose_document(self):
+        node = super().compose_document()
+        sizes: dict[int, int] = {}
+        def size(n) -> int:  # values the document expands to, each alias counted in full; shared nodes are counted once each
+            if id(n) in sizes: return sizes[id(n)]
+            sizes[id(n)] = 1  # guards a recursive alias
+            kids = [x for kv in n.value for x in kv] if isinstance(n, yaml.MappingNode) else n.value if isinstance(n, yaml.SequenceNode) else []
+            total = 1 + sum(size(k) for k in kids)
+            if total > MAX_YAML_NODES: raise _ParamsYAMLError(f"its YAML aliases expand to more than {MAX_YAML_NODES:,} values; "
+                                                              f"write the values out, or use fewer aliases")
+            sizes[id(n)] = total
+            return total
+        if node is not None: size(node)
+        return node
+
 # %% ../nbs/20_sweep.ipynb #ba3122b6
 def read_yaml(path: str | Path) -> Any:
     "The YAML in a params or suite file; a missing file, a folder, or text that is not YAML is an error naming the file."
     path = Path(path)
     if not path.exists(): raise FileNotFoundError(f"params file {path} does not exist")
     if path.is_dir(): raise ValueError(f"{path} is a folder, not a params file; give a .yaml file, e.g. {path/'default.yaml'}")
-    try: return yaml.safe_load(path.read_text(encoding="utf-8"))
+    try: return yaml.load(path.read_text(encoding="utf-8"), Loader=_ParamsLoader)
     except UnicodeDecodeError as e: raise ValueError(f"{path}: not a text file ({e})") from None
+    except _ParamsYAMLError as e: raise ValueError(f"{path}: {e}") from None
     except yaml.YAMLError as e: raise ValueError(f"{path}: not valid YAML: {e}") from None
 
 def load_params(path: str | Path) -> SweepSpec:
@@ -136,6 +185,7 @@ def load_params(path: str | Path) -> SweepSpec:
     if not isinstance(raw.get("notebook"), str): raise ValueError(f"{path}: `notebook` must name the experiment notebook, got {raw.get('notebook')!r}")
     nb = _resolve(root, raw["notebook"])
     if not nb.exists(): raise ValueError(f"{path}: notebook {raw['notebook']!r} not found (looked for {nb})")
+    _check_notebook(path, "notebook", nb)
     name = str(raw.get("name", path.stem))
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name): raise ValueError(f"{path}: name {name!r} must be letters, digits, '_', '.', '-'")
     nb_params = pm.inspect_notebook(str(nb))
@@ -158,6 +208,7 @@ def load_params(path: str | Path) -> SweepSpec:
     if raw.get("summary") is not None:
         summary = _resolve(root, str(raw["summary"]))
         if not summary.exists(): raise ValueError(f"{path}: summary notebook {raw['summary']!r} not found (looked for {summary})")
+        _check_notebook(path, "summary", summary)
     share = raw.get("max_failed_share", MAX_FAILED_SHARE)
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
         raise ValueError(f"{path}: max_failed_share must be a number from 0 to 1 (the share of failed model calls a run may have), got {share!r}")
@@ -165,6 +216,15 @@ def load_params(path: str | Path) -> SweepSpec:
     if headline is not None and not isinstance(headline, str): raise ValueError(f"{path}: headline must be a metric name, got {headline!r}")
     return SweepSpec(name, path, root.resolve(), nb, dict(fixed), dict(grid), list(cells), data,
                      str(raw.get("description") or ""), headline, summary, dict(nb_params), float(share))
+
+# %% ../nbs/20_sweep.ipynb #d8ab9000
+def _check_notebook(spec_path: Path, key: str, nb: Path) -> None:
+    "Refuse a `notebook:`/`summary:` that is not a Jupyter notebook before anything reads it; the error never quotes the file."
+    if nb.is_dir() or nb.suffix != ".ipynb":
+        raise ValueError(f"{spec_path}: {key} {nb} is not a Jupyter notebook (.ipynb); name the experiment notebook (its content is not read)")
+    try: nbformat.validate(nbformat.read(nb, as_version=4))
+    except Exception as e:
+        raise ValueError(f"{spec_path}: {key} {nb} is not a valid Jupyter notebook ({type(e).__name__}; its content is not shown)") from None
 
 # %% ../nbs/20_sweep.ipynb #59b9f995
 @dataclass
@@ -184,9 +244,10 @@ def run_name(overrides: dict) -> str:
     return f"{slug[:80]}-{stable_hash(overrides, 6)}"
 
 def check_secrets(params: dict, where: str = "", env: dict | None = None) -> None:
-    "Refuse any parameter whose value contains the value of an environment variable named by an `*_env` parameter."
+    "Refuse any parameter whose value contains the value of a secret variable: one an `*_env` parameter names, or any `core.secret_values`."
     env = os.environ if env is None else env
     secrets = {k: env[v] for k, v in params.items() if k.endswith("_env") and isinstance(v, str) and env.get(v)}
+    secrets.update({f"the secret variable {name}": value for value, name in secret_values(env=env)})
     for k, v in params.items():
         for name, secret in secrets.items():
             if k != name and len(secret) >= 4 and secret in canonical_json(v):
@@ -205,8 +266,8 @@ def expand_grid(spec: SweepSpec) -> list[Cell]:
         key = stable_hash(params)
         if key in seen: continue
         seen.add(key)
+        check_secrets(params, f"{spec.path}: cell {len(cells) + 1}: ")  # before the run's name, which shows values, exists
         cell = Cell(run_name(o), o, params)
-        check_secrets(params, f"{spec.path}: run {cell.run_id}: ")
         cells.append(cell)
     return cells
 
@@ -269,7 +330,8 @@ def code_fingerprint(notebook: str | Path, pkg: Path | None = None) -> tuple[str
     nb = nbformat.read(notebook, as_version=4)
     reached = module_closure("\n".join(c.source for c in nb.cells if c.cell_type == "code"), pkg)
     mods = sorted(set(reached) | ({"sweep", "report"} & {p.stem for p in pkg.glob("*.py")}))
-    return stable_hash([notebook_hash(notebook), [(m, stable_hash((pkg/f"{m}.py").read_text())) for m in mods]]), mods
+    return stable_hash([notebook_hash(notebook), [(m, stable_hash((pkg/f"{m}.py").read_text())) for m in mods],
+                        package_data_hash(pkg)]), mods
 
 def data_hash(spec: SweepSpec) -> str:
     "Hash of the names and contents of the files matched by the params file's `data` globs."
@@ -280,6 +342,27 @@ def data_hash(spec: SweepSpec) -> str:
 def cell_fingerprint(spec: SweepSpec, cell: Cell, code: str, data: str) -> dict:
     "What a run's outputs depend on: its parameters, the code and the data."
     return {"params": stable_hash(cell.params), "code": code, "data": data}
+
+# %% ../nbs/20_sweep.ipynb #8968934c
+PACKAGE_DATA = ("data", "assets")  # folders of files shipped inside the package: annotations, synonyms, embedded models
+
+def package_data_hash(pkg: Path | None = None) -> str:
+    "Hash of the names and contents of every file in the package's `data/` and `assets/` folders."
+    import hashlib
+    if pkg is None:
+        import mmresearch
+        pkg = Path(mmresearch.__file__).parent
+    files = sorted(p for d in PACKAGE_DATA for p in (Path(pkg)/d).rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return stable_hash([(p.relative_to(pkg).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()) for p in files])
+
+def sources_current(study: dict) -> bool:
+    "Whether every local model folder a run recorded (`study.model_sources`, by role) still has the files it hashed."
+    from mmresearch.generation import folder_hash
+    for entries in (study.get("model_sources") or {}).values():
+        for s in entries or []:
+            folder = Path(s["folder"])
+            if not folder.is_dir() or folder_hash(folder, tuple(s["patterns"])) != s["sha256"]: return False
+    return True
 
 # %% ../nbs/20_sweep.ipynb #2374e653
 OUTPUTS = ("run.ipynb", "samples.parquet", "metrics.csv")
@@ -317,14 +400,17 @@ def folder_lock(folder: Path, what: str = "this run"):
 
 def failed_calls_problem(study: dict, # the study part of a run's manifest, with `cache: {hits, calls, errors}`
                          max_failed_share: float = MAX_FAILED_SHARE) -> str | None:
-    "Why a finished run's answers are not results (every model call failed, or more than `max_failed_share`); None if fine or not recorded."
+    "Why a finished run's answers are not results: a role (model, judge, extractor ...) whose every call failed, or more than `max_failed_share`; None if fine."
     cache = study.get("cache")
-    if not isinstance(cache, dict) or not isinstance(cache.get("errors"), int): return None
-    total, errors = (cache.get("hits") or 0) + (cache.get("calls") or 0), cache["errors"]
-    if errors and errors >= total: return f"no answers: all {errors} model calls failed (the errors are in samples.parquet and run.html)"
-    if total and errors / total > max_failed_share:
-        return (f"{errors} of {total} model calls failed ({errors / total:.0%}), more than max_failed_share "
-                f"({max_failed_share:.0%}); the metrics would describe the minority that answered")
+    if not isinstance(cache, dict): return None
+    roles = {r: c for r, c in cache.items() if isinstance(c, dict) and isinstance(c.get("errors"), int)}  # each role's counts
+    if not roles and isinstance(cache.get("errors"), int): roles = {"model": cache}  # a manifest with totals only
+    for role, c in roles.items():
+        total, errors = (c.get("hits") or 0) + (c.get("calls") or 0), c["errors"]
+        if errors and errors >= total: return f"no answers: all {errors} {role} calls failed (the errors are in samples.parquet and run.html)"
+        if total and errors / total > max_failed_share:
+            return (f"{errors} of {total} {role} calls failed ({errors / total:.0%}), more than max_failed_share "
+                    f"({max_failed_share:.0%}); the metrics would describe the minority that answered")
     return None
 
 def run_performance(study: dict, # the study part of a run's manifest, with `model_time_s` (seconds waiting for models)
@@ -492,7 +578,8 @@ def is_current(run_dir: Path, fingerprint: dict) -> bool:
     "Whether `run_dir` holds a successful run with this fingerprint and all its outputs (a broken manifest: no, run it again)."
     try: m = read_manifest(run_dir)
     except ValueError: return False
-    return m.get("status") == "ok" and m.get("fingerprint") == fingerprint and all((run_dir/f).exists() for f in OUTPUTS)
+    return (m.get("status") == "ok" and m.get("fingerprint") == fingerprint and all((run_dir/f).exists() for f in OUTPUTS)
+            and sources_current(m.get("study") or {}))
 
 def run_sweep(params_path: str | Path, # the params file
               workers: int = 2, # cells run at once
@@ -509,7 +596,9 @@ def run_sweep(params_path: str | Path, # the params file
     cells = expand_grid(spec)
     chosen = {c.run_id for c in select_cells(cells, only)}
     reports_dir = Path(reports_dir).resolve(); sweep_dir = reports_dir/spec.name
-    _check_owner(sweep_dir, spec)
+    _check_writable(sweep_dir)
+    with folder_lock(sweep_dir, f"sweep {spec.name} (checking who owns it)"):  # two files of one name started together: one wins
+        _check_owner(sweep_dir, spec)
     cache = Path(cache_path).resolve() if cache_path else spec.root/".cache"/"responses.sqlite"
     (code, code_modules), data = code_fingerprint(spec.notebook), data_hash(spec)
     base = {"sweep": spec.name, "params_file": spec.rel(spec.path), "notebook": spec.rel(spec.notebook),
@@ -529,6 +618,7 @@ def run_sweep(params_path: str | Path, # the params file
                          "max_failed_share": spec.max_failed_share,
                          "manifest": {**base, "run": c.run_id, "grid": c.overrides, "params": c.params, "fingerprint": fp}})
         else: results[c.run_id] = RunResult(c.run_id, "not run", c.overrides)
+    if jobs: ResponseCache(cache).check()  # a cache that cannot be used: one line naming it, before any kernel starts
     user_threads = {k: os.environ[k] for k in THREAD_VARS if os.environ.get(k)}
     for j in jobs: j.update(concurrent_runs=max(1, min(workers, len(jobs))), user_threads=user_threads)
     sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -542,24 +632,33 @@ def run_sweep(params_path: str | Path, # the params file
     with folder_lock(sweep_dir, f"the summary of sweep {spec.name}"):
         summary_error = _write_sweep_and_summary(spec, sweep_dir, runs, fps, code, base)
     res = SweepResult(spec.name, sweep_dir, render_index(reports_dir), runs, summary_error)
-    for r in res.failed: print(f"run {r.run} failed: {r.error}\n  notebook: {r.notebook}", file=sys.stderr)
+    for r in res.failed: print(redact(f"run {r.run} failed: {r.error}\n  notebook: {r.notebook}"), file=sys.stderr)
     return res
 
 def _write_sweep_and_summary(spec: SweepSpec, sweep_dir: Path, runs: list[RunResult], fps: dict, code: str, base: dict) -> str | None:
     "Write sweep.json and (when its inputs changed) the summary; returns the summary's error, if any."
     done = {"ok": "ok", "skipped": "ok"}  # a skipped run's outputs are those of the run that made them
-    summary_fp = stable_hash([[r.run, done.get(r.status, r.status), fps[r.run]] for r in runs]
+    summary_fp = stable_hash([[r.run, done.get(r.status, r.status), fps[r.run], _started(sweep_dir/r.run)] for r in runs]
                              + [code, notebook_hash(spec.summary or generic_summary_path())])
     old = _old_sweep(sweep_dir)
     info = {"name": spec.name, "description": spec.description, "params_file": base["params_file"], "notebook": base["notebook"],
             "headline": spec.headline, "grid_keys": list(dict.fromkeys(k for c in runs for k in c.grid)),
-            "fixed": spec.fixed, "git": base["git"], "updated": _now(), "summary_fingerprint": summary_fp,
+            "fixed": spec.fixed, "git": base["git"], "updated": _now(), "summary_fingerprint": old.get("summary_fingerprint"),
             "runs": [{"run": r.run, "status": r.status, "grid": r.grid, "error": r.error, "notebook": r.notebook} for r in runs]}
+    if info["summary_fingerprint"] == summary_fp and (sweep_dir/"summary.html").exists():
+        write_json(sweep_dir/SWEEP_FILE, info)
+        return None
+    info["summary_fingerprint"] = None  # until the new summary is written: killed or failing, the next sweep renders it again
     write_json(sweep_dir/SWEEP_FILE, info)
-    if old.get("summary_fingerprint") == summary_fp and (sweep_dir/"summary.html").exists(): return None
     try: render_summary(sweep_dir, spec.summary, cwd=spec.root)
     except Exception as e: return f"{type(e).__name__}: {e}"[:1000]
+    write_json(sweep_dir/SWEEP_FILE, {**info, "summary_fingerprint": summary_fp})
     return None
+
+def _started(run_dir: Path) -> str | None:
+    "When the run whose outputs are in `run_dir` started (a re-run changes it, and with it the summary's inputs)."
+    try: return read_manifest(run_dir).get("started")
+    except ValueError: return None
 
 def _old_sweep(sweep_dir: Path) -> dict:
     "The sweep's previous `sweep.json`, or {} when there is none or it is broken (it is about to be rewritten; say so)."
@@ -570,8 +669,22 @@ def _old_sweep(sweep_dir: Path) -> dict:
         return {}
 
 def _check_owner(sweep_dir: Path, spec: SweepSpec) -> None:
-    "Refuse to write into a sweep folder that holds the reports of another params file with the same `name`."
-    other = _old_sweep(sweep_dir).get("params_file")
+    "Refuse to write into a sweep folder that holds the reports of another params file with the same `name`; else claim it (`.owner`)."
+    owner_file = sweep_dir/OWNER_FILE
+    other = _old_sweep(sweep_dir).get("params_file") or (owner_file.read_text(encoding="utf-8").strip() if owner_file.is_file() else None)
+    if other is None: write_text_atomic(owner_file, spec.rel(spec.path) + "\n")
     if other is not None and other != spec.rel(spec.path):
         raise ValueError(f"{spec.path}: its name {spec.name!r} is already used by {other}, whose reports are in {sweep_dir}; "
                          f"give one of them another `name:` (or remove that folder)")
+
+# %% ../nbs/20_sweep.ipynb #5c9d9856
+OWNER_FILE = ".owner"  # the params file a sweep folder belongs to, written under the folder's lock before any run
+
+def _check_writable(folder: Path) -> None:
+    "Make `folder` (and its parents) and try a file in it; a read-only reports folder is a ValueError naming it."
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder): pass
+    except OSError as e:
+        raise ValueError(f"reports folder {folder} is not writable ({e.strerror or e}); give another --reports folder "
+                         f"or make it writable") from None
