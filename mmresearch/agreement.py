@@ -11,11 +11,11 @@ from typing import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from .metrics import cluster_bootstrap_sums, cluster_index, cluster_totals, percentile_ci
+from .metrics import auroc, bootstrap_indices, cluster_bootstrap_sums, cluster_index, cluster_totals, percentile_ci
 
 # %% auto #0
 __all__ = ['LEVELS', 'JUDGE_TABLE_COLUMNS', 'cohen_kappa', 'krippendorff_alpha', 'agreement', 'paired_difference', 'judge_table',
-           'judge_table_view']
+           'paired_auroc', 'auroc_table', 'judge_table_view']
 
 # %% ../nbs/11b_agreement.ipynb #1bd60721
 LEVELS = ("nominal", "ordinal", "interval")
@@ -226,6 +226,72 @@ def judge_table(verdicts: pd.DataFrame, # one row per judge × unit × group: ju
                          "statistic": f"{metric} difference", "value": scale * d["diff"], "ci_low": scale * d["ci_low"],
                          "ci_high": scale * d["ci_high"], "p_value": d["p_value"], "n": d["n"], "n_clusters": d["n_clusters"],
                          "n_missing": int(len(vals) - d["n"])})
+    return pd.DataFrame(rows, columns=JUDGE_TABLE_COLUMNS)
+
+# %% ../nbs/11b_agreement.ipynb #0e9063e3
+def _pair_wins(truth: np.ndarray, s: np.ndarray) -> np.ndarray:
+    "(positives × negatives): 1 where the positive unit scores higher, 1/2 on a tie, 0 otherwise."
+    pos, neg = s[truth == 1], s[truth == 0]
+    return (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])
+
+def paired_auroc(truth, # 1 / 0 per unit (positive = 1)
+                 a, b, # two judges' scores per unit; NaN: not scored
+                 cluster=None, # cluster id per unit; None: units are independent
+                 n_boot: int = 1000, seed: int = 0, ci: float = 0.95) -> dict:
+    "AUROC of a and of b over the units both scored, and b − a with a clustered interval: a, b, diff, ci_low, ci_high, p_value, n, n_clusters."
+    y, a, b = (np.asarray(x, dtype=float) for x in (truth, a, b))
+    if not y.shape == a.shape == b.shape: raise ValueError(f"truth, a and b have {y.size}, {a.size} and {b.size} values")
+    keep = ~np.isnan(a) & ~np.isnan(b) & ~np.isnan(y)
+    ids = cluster_index(cluster, y.size, "cluster")
+    ids = pd.factorize((np.arange(y.size) if ids is None else ids)[keep])[0]
+    y, a, b = y[keep], a[keep], b[keep]
+    out = {"a": math.nan, "b": math.nan, "diff": math.nan, "ci_low": math.nan, "ci_high": math.nan, "p_value": math.nan,
+           "n": int(keep.sum()), "n_clusters": int(ids.max() + 1) if len(ids) else 0}
+    if not ((y == 1).any() and (y == 0).any()): return out
+    wa, wb, pos, neg = _pair_wins(y, a), _pair_wins(y, b), y == 1, y == 0
+    def auc(wins: np.ndarray, w: np.ndarray) -> np.ndarray:      # w: (B, n) unit weights
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.einsum("bp,pn,bn->b", w[:, pos], wins, w[:, neg]) / (w[:, pos].sum(1) * w[:, neg].sum(1))
+    one = np.ones((1, len(y)))
+    out.update(a=float(auc(wa, one)[0]), b=float(auc(wb, one)[0]))
+    out["diff"] = out["b"] - out["a"]
+    if n_boot > 0:
+        g = out["n_clusters"]
+        w = np.concatenate([np.stack([np.bincount(d, minlength=g) for d in idx])[:, ids].astype(float)
+                            for idx in bootstrap_indices(g, n_boot, seed)])
+        diff = auc(wb, w) - auc(wa, w)
+        out["ci_low"], out["ci_high"] = (float(v) for v in percentile_ci(diff, ci))
+        d = diff[~np.isnan(diff)]
+        out["p_value"] = min(1.0, 2 * (min(int((d <= 0).sum()), int((d >= 0).sum())) + 1) / (d.size + 1))
+    return out
+
+# %% ../nbs/11b_agreement.ipynb #4a3e7956
+def auroc_table(verdicts: pd.DataFrame, # `judge_table`'s verdicts with a `truth` column (1 / 0 per unit)
+                reference: str | None = None, # the judge the others are compared with; None: the first judge
+                n_boot: int = 1000, seed: int = 0, ci: float = 0.95) -> pd.DataFrame:
+    "Per group: each judge's AUROC against the truth and its paired AUROC difference from the reference, as judge-table rows."
+    if "truth" not in verdicts: raise KeyError("auroc_table: verdicts have no 'truth' column")
+    judges = list(dict.fromkeys(verdicts.judge))
+    reference = judges[0] if reference is None else reference
+    if reference not in judges: raise ValueError(f"auroc_table: reference judge {reference!r} is not among {judges}")
+    rows = []
+    for group, g in verdicts.groupby("group", sort=False):
+        wide = g.pivot(index="unit", columns="judge", values="value").reindex(columns=judges)
+        units = g.drop_duplicates("unit").set_index("unit").reindex(wide.index)
+        truth, cluster = units.truth.to_numpy(float), units.cluster.to_numpy()
+        for judge in judges:
+            s = wide[judge].to_numpy(float)
+            ok = ~np.isnan(s)
+            r = auroc(truth[ok], s[ok], n_boot, seed, ci, cluster=cluster[ok]) if ok.any() else {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n": 0}
+            rows.append({"section": "headline", "group": group, "judge": judge, "statistic": "auroc", "value": r["value"],
+                         "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n": int(ok.sum()), "n_clusters": r.get("n_clusters", 0),
+                         "n_missing": int((~ok).sum())})
+        for judge in judges:
+            if judge == reference: continue
+            d = paired_auroc(truth, wide[reference].to_numpy(float), wide[judge].to_numpy(float), cluster, n_boot, seed, ci)
+            rows.append({"section": "difference", "group": group, "judge": f"{judge} − {reference}", "statistic": "auroc difference",
+                         "value": d["diff"], "ci_low": d["ci_low"], "ci_high": d["ci_high"], "p_value": d["p_value"],
+                         "n": d["n"], "n_clusters": d["n_clusters"], "n_missing": int(len(wide) - d["n"])})
     return pd.DataFrame(rows, columns=JUDGE_TABLE_COLUMNS)
 
 # %% ../nbs/11b_agreement.ipynb #cd843d7c
