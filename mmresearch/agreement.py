@@ -178,6 +178,10 @@ def paired_difference(a, b, # two judges' numeric verdicts on the same units; Na
 JUDGE_TABLE_COLUMNS = ["section", "group", "judge", "statistic", "value", "ci_low", "ci_high", "p_value", "n",
                        "n_clusters", "n_missing", "fingerprint", "prompt_sha256"]
 
+def _table(rows: list[dict]) -> pd.DataFrame:
+    "Judge-table rows as a frame: the columns in order, counts as nullable integers (a one-judge agreement row has none)."
+    return pd.DataFrame(rows, columns=JUDGE_TABLE_COLUMNS).astype({"n": "Int64", "n_clusters": "Int64", "n_missing": "Int64"})
+
 def _mean_ci(v: np.ndarray, ids: np.ndarray, n_boot: int, seed: int, ci: float) -> tuple[float, float, float, int]:
     keep = ~np.isnan(v)
     stats = np.stack([v[keep], np.ones(keep.sum())], 1)
@@ -226,7 +230,7 @@ def judge_table(verdicts: pd.DataFrame, # one row per judge × unit × group: ju
                          "statistic": f"{metric} difference", "value": scale * d["diff"], "ci_low": scale * d["ci_low"],
                          "ci_high": scale * d["ci_high"], "p_value": d["p_value"], "n": d["n"], "n_clusters": d["n_clusters"],
                          "n_missing": int(len(vals) - d["n"])})
-    return pd.DataFrame(rows, columns=JUDGE_TABLE_COLUMNS)
+    return _table(rows)
 
 # %% ../nbs/11b_agreement.ipynb #0e9063e3
 def _pair_wins(truth: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -292,7 +296,7 @@ def auroc_table(verdicts: pd.DataFrame, # `judge_table`'s verdicts with a `truth
             rows.append({"section": "difference", "group": group, "judge": f"{judge} − {reference}", "statistic": "auroc difference",
                          "value": d["diff"], "ci_low": d["ci_low"], "ci_high": d["ci_high"], "p_value": d["p_value"],
                          "n": d["n"], "n_clusters": d["n_clusters"], "n_missing": int(len(wide) - d["n"])})
-    return pd.DataFrame(rows, columns=JUDGE_TABLE_COLUMNS)
+    return _table(rows)
 
 # %% ../nbs/11b_agreement.ipynb #cd843d7c
 def judge_table_view(table: pd.DataFrame, # the output of `judge_table`

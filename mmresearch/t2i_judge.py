@@ -814,10 +814,11 @@ def judge_agreement(rows: pd.DataFrame, # judge rows of several judges / modes o
 def judge_verdicts(rows: pd.DataFrame, # judge rows of several judges on the same images (stacked)
                    label: str = "judge" # the column that names each judge in the table
                   ) -> pd.DataFrame:
-    "Long-form per-image fractional scores for `agreement.judge_table`: judge, unit, cluster (prompt), group (category, all), value."
+    "Long-form per-image fractional scores for `agreement.judge_table`: judge, unit, cluster (prompt), group (category, all), value (+ truth)."
     if label not in rows: raise KeyError(f"judge_verdicts: no column {label!r} naming the judges")
     per = prompt_scores(rows.assign(judge=rows[label], mode=""))
     cluster = per.prompt_id if "prompt_id" in per else per.prompt
     long = pd.DataFrame({"judge": per.judge, "unit": per.sample_id, "cluster": cluster, "group": per.category,
-                         "value": per.fractional.astype(float)})
+                         "value": per.fractional.astype(float),
+                         **({"truth": per.faithful.astype(float)} if "faithful" in per else {})})
     return pd.concat([long.assign(group="all"), long], ignore_index=True)
