@@ -184,6 +184,7 @@ def _table(rows: list[dict]) -> pd.DataFrame:
 
 def _mean_ci(v: np.ndarray, ids: np.ndarray, n_boot: int, seed: int, ci: float) -> tuple[float, float, float, int]:
     keep = ~np.isnan(v)
+    if not keep.any(): return math.nan, math.nan, math.nan, 0           # a judge with no verdict in this group
     stats = np.stack([v[keep], np.ones(keep.sum())], 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return _boot(stats, lambda t: np.atleast_2d(t)[:, 0] / np.atleast_2d(t)[:, 1], ids[keep], n_boot, seed, ci)
