@@ -33,7 +33,7 @@ __all__ = ['LENGTH_PROMPTS', 'COVERAGE', 'SCENE_SYNONYMS', 'EASYVQA_SYNONYMS', '
            'DescriptionJudge', 'claim_span', 'domain_vocab', 'ExactJudge', 'HalContent', 'HalVerdict', 'parse_verdict',
            'LLMJudge', 'read_types', 'SFTJudge', 'judge_rows', 'chair_matching_used', 'add_signals', 'run_generative',
            'gen_metrics', 'metrics_wide', 'rate_by_length', 'plot_rate_vs_length', 'agreement_table',
-           'load_human_labels', 'human_agreement', 'sft_records']
+           'load_human_labels', 'human_agreement', 'sft_records', 'judge_verdicts']
 
 # %% ../nbs/13_halgen.ipynb #c4d1a864
 LENGTH_PROMPTS: dict[str, str] = {
@@ -591,3 +591,19 @@ def sft_records(rows: pd.DataFrame, # judged rows (`judge_rows`)
         return sft_conversation(cid, images[r.sample_id], r.description, [t for t in HAL_TYPES if r[f"{judge}_n_{t}"] > 0],
                                 "; ".join(r[f"{judge}_contents"]), r[f"{judge}_corrected"] or "(nothing remains)")
     return sorted(map(conv, picked), key=lambda c: (len(c["conversations"]), c["id"]))
+
+# %% ../nbs/13_halgen.ipynb #25210a65
+def judge_verdicts(rows: pd.DataFrame, # judged rows (`judge_rows`, one verdict column set per judge)
+                   judges: Sequence[str] # the judges' column prefixes, e.g. ("exact", "llm")
+                  ) -> pd.DataFrame:
+    "Long-form verdicts for `agreement.judge_table`: judge, unit, cluster, group (any or a type), value (1 clean, 0 not, NaN none)."
+    described = rows[rows.error.isna()]
+    out = []
+    for j in judges:
+        if f"{j}_hallucinated" not in rows: raise KeyError(f"judge_verdicts: no verdict columns of judge {j!r} (no {j}_hallucinated)")
+        base = {"judge": j, "unit": described.index.to_numpy(), "cluster": described.sample_id.to_numpy()}
+        out.append(pd.DataFrame({**base, "group": "any", "value": 1 - described[f"{j}_hallucinated"].to_numpy(float)}))
+        for t in HAL_TYPES:
+            n = described[f"{j}_n_{t}"].to_numpy(float)
+            out.append(pd.DataFrame({**base, "group": t, "value": np.where(np.isnan(n), np.nan, (n == 0).astype(float))}))
+    return pd.concat(out, ignore_index=True)

@@ -39,7 +39,7 @@ __all__ = ['T2I_CATEGORIES', 'ATTRIBUTE_CATEGORIES', 'RELATION_PHRASES', 'OPPOSI
            'prompt_rubric', 'Question', 'questions_for', 'describe_request', 'score_request', 'reask_request',
            'InvalidVerdict', 'Verdict', 'parse_score', 'parse_verdict', 'JudgeFailure', 'T2IJudge', 'prompt_scores',
            'summarize', 'meta_evaluate', 'deviation_table', 'colours_in_image', 'palette_judge', 'trust_verdicts',
-           'vqascore', 'judge_agreement']
+           'vqascore', 'judge_agreement', 'judge_verdicts']
 
 # %% ../nbs/15_t2i_judge.ipynb #a4e7505c
 T2I_CATEGORIES = ("color", "shape", "texture", "spatial", "spatial_3d", "action", "numeracy", "complex")
@@ -817,3 +817,16 @@ def judge_agreement(rows: pd.DataFrame, # judge rows of several judges / modes o
         out.append(row)
     return pd.DataFrame(out, columns=["judge_a", "mode_a", "judge_b", "mode_b", "n", "spearman", "spearman_low", "spearman_high",
                                       "kendall", "kendall_low", "kendall_high"])
+
+# %% ../nbs/15_t2i_judge.ipynb #a8444674
+def judge_verdicts(rows: pd.DataFrame, # judge rows of several judges on the same images (stacked)
+                   label: str = "judge" # the column that names each judge in the table
+                  ) -> pd.DataFrame:
+    "Long-form per-image fractional scores for `agreement.judge_table`: judge, unit, cluster (prompt), group (category, all), value (+ truth)."
+    if label not in rows: raise KeyError(f"judge_verdicts: no column {label!r} naming the judges")
+    per = prompt_scores(rows.assign(judge=rows[label], mode=""))
+    cluster = per.prompt_id if "prompt_id" in per else per.prompt
+    long = pd.DataFrame({"judge": per.judge, "unit": per.sample_id, "cluster": cluster, "group": per.category,
+                         "value": per.fractional.astype(float),
+                         **({"truth": per.faithful.astype(float)} if "faithful" in per else {})})
+    return pd.concat([long.assign(group="all"), long], ignore_index=True)
