@@ -18,7 +18,7 @@ import pandas as pd
 from PIL import Image
 
 from .cache import cache_key
-from .core import ImageRef, Sample, redact, stable_hash
+from .core import ImageRef, Sample, redact, secret_values, stable_hash
 from .generation import MODEL_FILES, folder_hash
 from .metrics import mean_ci
 from .t2i_judge import T2I_CATEGORIES, T2IPrompt
@@ -87,7 +87,8 @@ class OpenAIImagesGenerator:
         r = httpx.post(f"{self.base_url}/images/generations", json=body, timeout=self.timeout_s,
                        headers={"Authorization": f"Bearer {key}"} if key else {})
         if r.status_code != 200:
-            raise RuntimeError(redact(f"images endpoint {self.base_url}: HTTP {r.status_code}: {r.text[:300]}"))
+            raise RuntimeError(redact(f"images endpoint {self.base_url}: HTTP {r.status_code}: {r.text[:300]}",  # a 401 may echo the key
+                                      secret_values([self.api_key_env] if self.api_key_env else [])))
         try: data = base64.b64decode(r.json()["data"][0]["b64_json"])
         except (ValueError, KeyError, IndexError, TypeError) as e:
             raise RuntimeError(f"images endpoint {self.base_url}: the reply has no data[0].b64_json") from e

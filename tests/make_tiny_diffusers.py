@@ -9,7 +9,7 @@ def clip_tokenizer():
     from transformers import CLIPTokenizer
     chars = sorted(pre_tokenizers.ByteLevel.alphabet())
     vocab = {t: i for i, t in enumerate([*chars, *(c + "</w>" for c in chars), "<|startoftext|>", "<|endoftext|>"])}
-    return CLIPTokenizer(vocab=vocab, merges=[], model_max_length=16)
+    return CLIPTokenizer(vocab=vocab, merges=[], model_max_length=77)
 
 
 def make_tiny_pipeline(folder: Path, seed: int = 0) -> Path:
@@ -26,9 +26,9 @@ def make_tiny_pipeline(folder: Path, seed: int = 0) -> Path:
                         up_block_types=("UpDecoderBlock2D",) * 3, block_out_channels=(4, 8, 8), latent_channels=4,
                         norm_num_groups=4, layers_per_block=1, sample_size=32)
     text = CLIPTextModel(CLIPTextConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                                        num_attention_heads=2, max_position_embeddings=16, bos_token_id=len(tok) - 2,
+                                        num_attention_heads=2, max_position_embeddings=77, bos_token_id=len(tok) - 2,
                                         eos_token_id=len(tok) - 1, pad_token_id=len(tok) - 1))
-    pipe = StableDiffusionPipeline(vae=vae, text_encoder=text, tokenizer=tok, unet=unet, scheduler=DDIMScheduler(),
+    pipe = StableDiffusionPipeline(vae=vae, text_encoder=text, tokenizer=tok, unet=unet, scheduler=DDIMScheduler(steps_offset=1, clip_sample=False),
                                    safety_checker=None, feature_extractor=None, requires_safety_checker=False)
     pipe.save_pretrained(folder)
     return Path(folder)
