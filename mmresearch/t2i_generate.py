@@ -165,7 +165,7 @@ def rank_generators(per_prompt: pd.DataFrame, # one row per (generator, prompt):
     for cat in [*cats, "all"]:
         w = wide if cat == "all" else wide.xs(cat, level="category")
         if w.empty: continue
-        means = w.mean().sort_values(ascending=False)
+        means = w.mean().sort_index().sort_values(ascending=False, kind="stable")   # ties: by name
         best = means.index[0]
         for rank, (gen, m) in enumerate(means.items(), 1):
             ci = mean_ci(w[gen].to_numpy(), n_boot, seed, level)
