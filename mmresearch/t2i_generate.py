@@ -77,6 +77,7 @@ class OpenAIImagesGenerator:
         self.send_seed, self.timeout_s = send_seed, timeout_s
         self.fingerprint = f"openai-images:{self.base_url}|{model}"
         self.calls: list[str] = []
+        self._client: httpx.Client | None = None   # one connection pool for all requests, opened on first use
 
     def generate(self, prompt: str, seed: int, settings: dict) -> Image.Image:
         "One image of `prompt` from the endpoint, decoded from its `data[0].b64_json`."
@@ -84,8 +85,8 @@ class OpenAIImagesGenerator:
                 **({"seed": seed} if self.send_seed else {})}
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         self.calls.append(prompt)
-        r = httpx.post(f"{self.base_url}/images/generations", json=body, timeout=self.timeout_s,
-                       headers={"Authorization": f"Bearer {key}"} if key else {})
+        if self._client is None: self._client = httpx.Client(timeout=self.timeout_s)
+        r = self._client.post(f"{self.base_url}/images/generations", json=body, headers={"Authorization": f"Bearer {key}"} if key else {})
         if r.status_code != 200:
             raise RuntimeError(redact(f"images endpoint {self.base_url}: HTTP {r.status_code}: {r.text[:300]}",  # a 401 may echo the key
                                       secret_values([self.api_key_env] if self.api_key_env else [])))
