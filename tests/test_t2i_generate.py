@@ -1,6 +1,7 @@
 """Evaluating a text-to-image model (issue 21): a tiny random diffusers pipeline (tests/make_tiny_diffusers.py, built
 offline) and the fake OpenAI-compatible images endpoint draw T2I-CompBench's own prompts (excerpts in
 tests/fixtures/t2i_compbench), images are seeded and cached, and a two-generator sweep ranks the generators per category."""
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -90,6 +91,12 @@ def test_two_generator_sweep_ranks_per_category(tiny_pipeline, tmp_path):
         res = run_sweep(params, workers=1, reports_dir=tmp_path/"reports", cache_path=tmp_path/"c.sqlite", progress=False)
         assert [r.status for r in res.runs] == ["ok", "ok"], res.describe()
         assert sorted(b["prompt"] for b in srv.bodies) == sorted(l for f in files for l in Path(f).read_text().splitlines()[:3])
+        # the same sweep into a fresh reports folder with the same cache: every image comes from the image cache
+        again = run_sweep(params, workers=1, reports_dir=tmp_path/"again", cache_path=tmp_path/"c.sqlite", progress=False)
+        assert [r.status for r in again.runs] == ["ok", "ok"] and len(srv.bodies) == 9, again.describe()
+        for r in again.runs:
+            source = json.loads((again.sweep_dir/r.run/"manifest.json").read_text())["study"]["dataset"]["source"]
+            assert (source["images_made"], source["images_cached"]) == (0, 9)
     ranked = pd.read_csv(res.sweep_dir/"generator_ranking.csv")
     assert set(ranked.category) == {"color", "numeracy", "spatial", "all"}
     for cat, g in ranked.groupby("category"):
