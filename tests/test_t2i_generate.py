@@ -11,7 +11,7 @@ pytest.importorskip("diffusers")
 from make_tiny_diffusers import make_tiny_pipeline
 from mmresearch.fakeserver import FakeImagesServer
 from mmresearch.sweep import run_sweep
-from mmresearch.t2i_generate import DiffusersGenerator, ImageStore, OpenAIImagesGenerator, generate_cached
+from mmresearch.t2i_generate import DiffusersGenerator, ImageStore, OpenAIImagesGenerator, generate_cached, prompt_seed
 from mmresearch.t2i_judge import load_prompts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,6 +69,9 @@ def test_openai_images_endpoint(tmp_path, monkeypatch):
         again, counts = generate_cached(prompts, OpenAIImagesGenerator("fake-sd", srv.base_url, api_key_env="MMR_TEST_IMAGES_KEY"),
                                         ImageStore(tmp_path), seed=0, settings={"size": "16x16"})
         assert counts == {"made": 0, "cached": 4} and len(srv.bodies) == 4
+        seeded = OpenAIImagesGenerator("fake-sd", srv.base_url, api_key_env="MMR_TEST_IMAGES_KEY", send_seed=True)
+        generate_cached(prompts[:2], seeded, ImageStore(tmp_path/"seeded"), seed=0)
+        assert [b.get("seed") for b in srv.bodies[4:]] == [prompt_seed(0, p) for p in prompts[:2]]
         monkeypatch.setenv("MMR_TEST_IMAGES_KEY", "sk-wrong-key")
         with pytest.raises(RuntimeError, match=r"HTTP 401") as e:
             generate_cached(prompts[:1], OpenAIImagesGenerator("other", srv.base_url, api_key_env="MMR_TEST_IMAGES_KEY"), ImageStore(tmp_path))
