@@ -23,7 +23,7 @@ setup(
     include_package_data=True,
     package_data={cfg["lib_path"]: ["assets/**/*", "data/*"]},
     install_requires=deps("requirements"),
-    extras_require={"dev": deps("dev_requirements"), "blind": deps("blind_requirements")},
+    extras_require={"dev": deps("dev_requirements"), "blind": deps("blind_requirements"), "t2i": deps("t2i_requirements")},
     entry_points={"console_scripts": deps("console_scripts")},
     zip_safe=False,
 )

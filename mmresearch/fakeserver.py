@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import base64
 import email.utils
 import json
 import math
@@ -17,7 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
 # %% auto #0
-__all__ = ['request_text', 'count_images', 'default_answer', 'first_token_logprobs', 'FakeChatServer', 'main']
+__all__ = ['request_text', 'count_images', 'default_answer', 'first_token_logprobs', 'FakeChatServer', 'default_image',
+           'FakeImagesServer', 'main']
 
 # %% ../nbs/02a_fakeserver.ipynb #99271eac
 _MARKER = re.compile(r"\[\[(?:status=(?P<status>\d{3})(?: retry_after=(?P<retry_after>@?\d+))?|(?P<malformed>malformed)"
@@ -167,6 +169,52 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError): pass  # the client gave up (a timeout test)
+
+# %% ../nbs/02a_fakeserver.ipynb #c3e7aa5f
+def default_image(body: dict) -> bytes:
+    "A 16x16 PNG whose colour is a hash of the prompt and seed of an images request body."
+    import hashlib, io
+    from PIL import Image
+    rgb = hashlib.sha256(json.dumps([body.get("prompt"), body.get("seed")]).encode()).digest()[:3]
+    buf = io.BytesIO(); Image.new("RGB", (16, 16), tuple(rgb)).save(buf, format="PNG")
+    return buf.getvalue()
+
+class FakeImagesServer:
+    "A threaded OpenAI-compatible images server on 127.0.0.1 (`/v1/images/generations`, `b64_json` replies)."
+    def __init__(self,
+                 image: Callable[[dict], bytes] = default_image, # maps a request body to PNG bytes
+                 require_key: str | None = None): # when set, any other key gets a 401
+        self.image, self.require_key = image, require_key
+        self.bodies: list[dict] = []   # every request body answered with 200
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+
+    base_url = FakeChatServer.base_url
+    stop, __enter__, __exit__ = FakeChatServer.stop, FakeChatServer.__enter__, FakeChatServer.__exit__
+
+    def start(self) -> FakeImagesServer:
+        "Bind a free port on 127.0.0.1 and serve in a background thread."
+        server = self
+        class Handler(_ImagesHandler): owner = server
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        return self
+
+class _ImagesHandler(_Handler):
+    owner: FakeImagesServer
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        if not self.path.rstrip("/").endswith("/images/generations"): return self._send(404, b'{"error": {"message": "not found"}}')
+        s = self.owner
+        if s.require_key is not None and self.headers.get("Authorization", "") != f"Bearer {s.require_key}":
+            status, data, headers = _error_reply(401, self.headers.get("Authorization", ""), None)
+            return self._send(status, data, headers)
+        if not isinstance(body.get("prompt"), str) or body.get("response_format", "b64_json") != "b64_json":
+            return self._send(400, b'{"error": {"message": "need a prompt and response_format b64_json"}}')
+        png = base64.b64encode(s.image(body)).decode()
+        with s._lock: s.bodies.append(body)
+        self._send(200, json.dumps({"created": int(time.time()), "data": [{"b64_json": png}]}).encode())
 
 # %% ../nbs/02a_fakeserver.ipynb #d8bb6540
 def main(argv: list[str] | None = None) -> None:

@@ -31,15 +31,16 @@ from .scenes import (CATEGORIES, COLORS, NUMBER_WORDS, OPPOSITE_OF, RELATION_PHR
                                Scene, SceneObject, relation_holds)
 
 # %% auto #0
-__all__ = ['T2I_CATEGORIES', 'ATTRIBUTE_CATEGORIES', 'RELATION_PHRASES', 'OPPOSITE', 'EVENT_PHRASES', 'DEVIATIONS',
-           'CATEGORY_DEVIATIONS', 'FOCUS', 'ASPECT', 'JUDGE_MODES', 'PROTOCOLS', 'JUDGE_FAILURES', 'VQASCORE_QUESTION',
-           'max_score', 'check_category', 'Thing', 'PromptSpec', 'T2IPrompt', 'make_prompts', 'prompt_set',
-           'load_prompts', 'folder_samples', 'generate_images', 'layout', 'satisfies', 'applicable_deviations',
-           'deviate', 'draw_prompt', 'render_prompts', 'NounChunk', 'spacy_pipeline', 'noun_chunks', 'attribute_rubric',
-           'prompt_rubric', 'Question', 'questions_for', 'describe_request', 'score_request', 'reask_request',
-           'InvalidVerdict', 'Verdict', 'parse_score', 'parse_verdict', 'JudgeFailure', 'T2IJudge', 'prompt_scores',
-           'summarize', 'meta_evaluate', 'deviation_table', 'colours_in_image', 'palette_judge', 'trust_verdicts',
-           'vqascore', 'judge_agreement', 'judge_verdicts']
+__all__ = ['T2I_CATEGORIES', 'ATTRIBUTE_CATEGORIES', 'RELATION_PHRASES', 'OPPOSITE', 'EVENT_PHRASES', 'COMPBENCH_FILE_CATEGORIES',
+           'DEVIATIONS', 'CATEGORY_DEVIATIONS', 'FOCUS', 'ASPECT', 'JUDGE_MODES', 'PROTOCOLS', 'JUDGE_FAILURES',
+           'VQASCORE_QUESTION', 'max_score', 'check_category', 'Thing', 'PromptSpec', 'T2IPrompt', 'make_prompts',
+           'prompt_set', 'compbench_category', 'load_prompts', 'folder_samples', 'generate_images', 'layout',
+           'satisfies', 'applicable_deviations', 'deviate', 'draw_prompt', 'render_prompts', 'NounChunk',
+           'spacy_pipeline', 'noun_chunks', 'attribute_rubric', 'prompt_rubric', 'Question', 'questions_for',
+           'describe_request', 'score_request', 'reask_request', 'InvalidVerdict', 'Verdict', 'parse_score',
+           'parse_verdict', 'JudgeFailure', 'T2IJudge', 'prompt_scores', 'summarize', 'meta_evaluate',
+           'deviation_table', 'colours_in_image', 'palette_judge', 'trust_verdicts', 'vqascore', 'judge_agreement',
+           'judge_verdicts']
 
 # %% ../nbs/15_t2i_judge.ipynb #a4e7505c
 T2I_CATEGORIES = ("color", "shape", "texture", "spatial", "spatial_3d", "action", "numeracy", "complex")
@@ -173,13 +174,28 @@ def prompt_set(n_per_category: int = 10, # prompts per category
     return [p for c in categories for p in make_prompts(c, n_per_category, seed)]
 
 # %% ../nbs/15_t2i_judge.ipynb #827d5caa
-def load_prompts(path: str | Path # a .csv, or a .jsonl / .json-lines file
+COMPBENCH_FILE_CATEGORIES = {"3d_spatial": "spatial_3d", "non_spatial": "action", "color": "color", "shape": "shape",
+                              "texture": "texture", "spatial": "spatial", "numeracy": "numeracy", "complex": "complex"}
+
+def compbench_category(path: Path) -> str:
+    "The category of a T2I-CompBench prompts file from its name: color_val.txt -> color, 3d_spatial_val.txt -> spatial_3d."
+    stem = path.stem.lower()
+    for prefix in sorted(COMPBENCH_FILE_CATEGORIES, key=len, reverse=True):
+        if stem == prefix or stem.startswith(prefix + "_"): return COMPBENCH_FILE_CATEGORIES[prefix]
+    raise DataFormatError(f"{path}: the file name names no T2I-CompBench category; expected one of "
+                          f"{', '.join(f'{k}*.txt' for k in COMPBENCH_FILE_CATEGORIES)}")
+
+def load_prompts(path: str | Path # a .csv, a .jsonl / .json-lines file, or a T2I-CompBench .txt file (one prompt a line)
                  ) -> list[T2IPrompt]:
-    "The prompts of a CSV or JSONL file (fields prompt, category, optional id and image)."
+    "The prompts of a CSV or JSONL file (fields prompt, category, optional id and image), or of a T2I-CompBench .txt file."
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f"prompts file not found: {path}")
     rows: list[tuple[str, dict]] = []
-    if path.suffix.lower() == ".csv":
+    if path.suffix.lower() == ".txt":   # T2I-CompBench: the category from the file name, the id from the line number
+        category = compbench_category(path)
+        rows = [(f"line {i}", {"id": f"{path.stem}-{i}", "prompt": line, "category": category})
+                for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
+    elif path.suffix.lower() == ".csv":
         with open(path, newline="", encoding="utf-8") as f:
             reader = csv.DictReader(f)
             if not reader.fieldnames or not {"prompt", "category"} <= set(reader.fieldnames):
@@ -192,7 +208,7 @@ def load_prompts(path: str | Path # a .csv, or a .jsonl / .json-lines file
             except json.JSONDecodeError as e: raise DataFormatError(f"{path}: line {i}: not JSON: {e.msg}") from e
             if not isinstance(r, dict): raise DataFormatError(f"{path}: line {i}: expected a JSON object, got {type(r).__name__}")
             rows.append((f"line {i}", r))
-    else: raise DataFormatError(f"{path}: unknown prompts format {path.suffix!r}; use .csv or .jsonl")
+    else: raise DataFormatError(f"{path}: unknown prompts format {path.suffix!r}; use .csv, .jsonl or T2I-CompBench's .txt")
     out, seen = [], set()
     for k, (where, r) in enumerate(rows):
         for fld in ("prompt", "category"):
