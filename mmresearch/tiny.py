@@ -44,9 +44,9 @@ from .scenes import (CATEGORIES, COLORS, HAL_TYPES, NUMBER_WORDS, RELATION_PHRAS
 __all__ = ['SPECIAL_TOKENS', 'OPTION_LETTERS', 'CHAT_TEMPLATE', 'SHORT_PROMPTS', 'LONG_PROMPTS', 'POPE_PROMPT', 'EXIST_PROMPTS',
            'COLOR_PROMPTS', 'JUDGE_PROMPTS', 'EXTRA_TEXT', 'EASYVQA_WORDS', 'TASKS', 'STUDY_TASKS', 'T2I_HELD_OUT',
            'PATCH_LABELS', 'PRESENCE_LABELS', 'GROUNDING_LAYER', 'GROUNDING_HEAD', 'DEFAULT_WEIGHTS', 'TINY_SUMMARY',
-           'SHIPPED', 'SHIPPED_VISION_STEPS', 'SHIPPED_PHASES', 'STUDY_WEIGHTS', 'STUDY_PHASE', 'SHIPPED_THREADS',
-           'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava', 'tiny_processor', 'build_tiny_llava', 'study_texts',
-           'tiny_vocabulary', 'Example', 'judge_score', 'make_example', 't2i_held_out_texts', 't2i_draw',
+           'SHIPPED', 'SHIPPED_VISION_STEPS', 'SHIPPED_PHASES', 'STUDY_WEIGHTS', 'STUDY_PHASE', 'STUDY_PHASES',
+           'SHIPPED_THREADS', 'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava', 'tiny_processor', 'build_tiny_llava',
+           'study_texts', 'tiny_vocabulary', 'Example', 'judge_score', 'make_example', 't2i_held_out_texts', 't2i_draw',
            'draw_examples', 'collate_chats', 'collate', 'llava_chat', 'patch_targets', 'vision_heads',
            'vision_accuracy', 'pretrain_vision', 'grounding_targets', 'grounding_loss', 'TrainConfig', 'train',
            'train_chats', 'eval_examples', 'ask', 'score_answer', 'accuracy', 'description_hallucination',
@@ -833,6 +833,7 @@ SHIPPED_PHASES = [   # binding warm-up with grounding; mostly existence; every t
 STUDY_WEIGHTS = {"hal_study": 3.0, "mc_study": 1.5, "vqa_study": 1.5, "t2i_study": 0.8, "exist": 1.5, "color": 1.0, "which": 0.3,
                  "count": 0.4, "size": 0.2, "relation": 0.4, "short": 0.4, "long": 0.4}
 STUDY_PHASE = TrainConfig(steps=1400, lr=5e-4, batch_size=16, warmup=50, seed=4, weights=STUDY_WEIGHTS, log_every=50)
+STUDY_PHASES = [STUDY_PHASE] # the phases run after the save point of the first four
 
 def state_sha256(model) -> str:
     "SHA-256 over a model's parameters and buffers (names, shapes and float bytes, in name order)."
@@ -841,26 +842,29 @@ def state_sha256(model) -> str:
         h.update(k.encode()); h.update(str(tuple(v.shape)).encode()); h.update(v.detach().cpu().contiguous().numpy().tobytes())
     return h.hexdigest()
 
-SHIPPED_THREADS = (2, 1) # torch threads: the first phases (and the tower) were trained with 2, the study phase with 1
+SHIPPED_THREADS = (2, 1) # torch threads: the first phases (and the tower) were trained with 2, the study phases with 1
 
 def train_shipped(folder: str | Path, # where to save the model
-                  start: str | Path | None = None, # a saved model of the first phases: run only the last phase on it
-                  phases: list[TrainConfig] | None = None, # default SHIPPED_PHASES + [STUDY_PHASE]
+                  start: str | Path | None = None, # a saved model of the first phases: run only the later ones on it
+                  phases: list[TrainConfig] | None = None, # default SHIPPED_PHASES + STUDY_PHASES
+                  later: int | None = None, # how many phases run after a save point (default len(STUDY_PHASES))
                   cfg: TinyLlavaConfig = SHIPPED, vision_steps: int = SHIPPED_VISION_STEPS,
                   threads: tuple[int, int] = SHIPPED_THREADS, log=print) -> dict:
-    "Train the shipped model from its seed (or continue `start` with the last phase) and save it; returns the run."
-    phases, before = list(phases or SHIPPED_PHASES + [STUDY_PHASE]), torch.get_num_threads()
+    "Train the shipped model from its seed (or continue `start` with the later phases) and save it; returns the run."
+    phases, before = list(phases or SHIPPED_PHASES + STUDY_PHASES), torch.get_num_threads()
+    k = len(phases) - (len(STUDY_PHASES) if later is None else later)   # phases before the save point
     try:
         if start is None:
             torch.set_num_threads(threads[0])
-            run = train_tiny(folder, cfg, phases[:-1], vision_steps=vision_steps, log=log)
+            run = train_tiny(folder, cfg, phases[:k], vision_steps=vision_steps, log=log)
             tl, hist = run["model"], run["history"]
             tl.model.zero_grad(set_to_none=True)   # the tower's last pretraining gradients, which a saved model does not carry
         else: tl, hist, run = TinyLlava.load(start), [], {"vision": None, "vision_history": None, "start": str(start)}
         torch.set_num_threads(threads[1])
-        done, secs = (hist[-1]["step"], hist[-1]["seconds"]) if hist else (0, 0.0)
-        hist = hist + [{"phase": len(phases), **r, "step": r["step"] + done, "seconds": round(r["seconds"] + secs, 1)}
-                       for r in train(tl, phases[-1], log=log)]
+        for i in range(k, len(phases)):
+            done, secs = (hist[-1]["step"], hist[-1]["seconds"]) if hist else (0, 0.0)
+            hist = hist + [{"phase": i + 1, **r, "step": r["step"] + done, "seconds": round(r["seconds"] + secs, 1)}
+                           for r in train(tl, phases[i], log=log)]
     finally: torch.set_num_threads(before)
     tl.save(folder)
     run |= {"cfg": tl.config, "tc": phases, "history": hist, "model": tl, "state_sha256": state_sha256(tl.model)}

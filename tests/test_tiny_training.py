@@ -43,11 +43,11 @@ def test_short_retraining_reproduces_checksum(tmp_path):
     small = TinyLlavaConfig(image_size=32, patch_size=8, vision_width=32, vision_layers=1, text_width=32, text_layers=1, heads=2)
     phases = [TrainConfig(steps=2, batch_size=4, warmup=1, seed=0, weights={"exist": 1.0}, log_every=1),
               TrainConfig(steps=3, batch_size=4, warmup=1, seed=4, weights=STUDY_WEIGHTS, log_every=1)]
-    run = train_shipped(tmp_path/"tiny", phases=phases, cfg=small, vision_steps=2, threads=(1, 1), log=lambda m: None)
+    run = train_shipped(tmp_path/"tiny", phases=phases, cfg=small, vision_steps=2, later=1, threads=(1, 1), log=lambda m: None)
     assert run["state_sha256"] == SHORT_RUN_SHA256
     # the last phase run on saved weights of the first (how the shipped model was made) gives the same weights
     first = train_tiny(tmp_path/"first", small, phases[:1], vision_steps=2, log=lambda m: None)
     assert state_sha256(first["model"].model) != SHORT_RUN_SHA256
-    again = train_shipped(tmp_path/"again", start=tmp_path/"first", phases=phases, threads=(1, 1), log=lambda m: None)
+    again = train_shipped(tmp_path/"again", start=tmp_path/"first", phases=phases, later=1, threads=(1, 1), log=lambda m: None)
     assert again["state_sha256"] == SHORT_RUN_SHA256
     assert set(STUDY_TASKS) <= set(STUDY_WEIGHTS)
