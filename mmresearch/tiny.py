@@ -329,7 +329,7 @@ def make_example(task: str, # one of TASKS
                  scene, # a `scenes.Scene`
                  rng: random.Random) -> Example | None:
     "One example of `task` about `scene`, or None when the scene cannot pose it (e.g. no relation with one object)."
-    if task not in _MAKERS and task not in _SCENE_MAKERS: raise ValueError(f"unknown task {task!r}; choose one of {TASKS}")
+    if task not in _MAKERS and task not in _SCENE_MAKERS: raise ValueError(f"unknown task {task!r}; choose one of {(*_MAKERS, *_SCENE_MAKERS)}")
     if task in ("color",) and not _unique(scene): return None
     if task == "bind" and not (len(_unique(scene)) == 2 == len(scene.objects) and len({o.color for o in scene.objects}) == 2): return None
     if task == "relation" and len(scene.objects) < 2: return None
@@ -350,7 +350,6 @@ import functools
 from .core import Sample
 
 STUDY_TASKS = ("hal_study", "mc_study", "vqa_study", "t2i_study")
-TASKS = TASKS + STUDY_TASKS
 T2I_HELD_OUT = 50 # prompts per category of the study's seed (0) never trained on; the study uses the first 5
 
 def _study_caption(scene):
