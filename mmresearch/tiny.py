@@ -6,9 +6,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import random
 import re
+import tempfile
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -40,13 +42,16 @@ from .scenes import (CATEGORIES, COLORS, HAL_TYPES, NUMBER_WORDS, RELATION_PHRAS
 
 # %% auto #0
 __all__ = ['SPECIAL_TOKENS', 'OPTION_LETTERS', 'CHAT_TEMPLATE', 'SHORT_PROMPTS', 'LONG_PROMPTS', 'POPE_PROMPT', 'EXIST_PROMPTS',
-           'COLOR_PROMPTS', 'JUDGE_PROMPTS', 'EXTRA_TEXT', 'EASYVQA_WORDS', 'TASKS', 'PATCH_LABELS', 'PRESENCE_LABELS',
-           'GROUNDING_LAYER', 'GROUNDING_HEAD', 'DEFAULT_WEIGHTS', 'TINY_SUMMARY', 'word_tokenizer', 'TinyLlavaConfig',
-           'TinyLlava', 'tiny_processor', 'build_tiny_llava', 'study_texts', 'tiny_vocabulary', 'Example',
-           'judge_score', 'make_example', 'draw_examples', 'collate_chats', 'collate', 'llava_chat', 'patch_targets',
-           'vision_heads', 'vision_accuracy', 'pretrain_vision', 'grounding_targets', 'grounding_loss', 'TrainConfig',
-           'train', 'train_chats', 'eval_examples', 'ask', 'score_answer', 'accuracy', 'description_hallucination',
-           'easyvqa_accuracy', 'file_sha256', 'write_model_card', 'train_tiny', 'evaluate_tiny', 'ablation_losses']
+           'COLOR_PROMPTS', 'JUDGE_PROMPTS', 'EXTRA_TEXT', 'EASYVQA_WORDS', 'TASKS', 'STUDY_TASKS', 'T2I_HELD_OUT',
+           'PATCH_LABELS', 'PRESENCE_LABELS', 'GROUNDING_LAYER', 'GROUNDING_HEAD', 'DEFAULT_WEIGHTS', 'TINY_SUMMARY',
+           'SHIPPED', 'SHIPPED_VISION_STEPS', 'SHIPPED_PHASES', 'STUDY_WEIGHTS', 'STUDY_PHASE', 'STUDY_PHASES',
+           'SHIPPED_THREADS', 'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava', 'tiny_processor', 'build_tiny_llava',
+           'study_texts', 'tiny_vocabulary', 'Example', 'judge_score', 'make_example', 't2i_held_out_texts', 't2i_draw',
+           'draw_examples', 'collate_chats', 'collate', 'llava_chat', 'patch_targets', 'vision_heads',
+           'vision_accuracy', 'pretrain_vision', 'grounding_targets', 'grounding_loss', 'TrainConfig', 'train',
+           'train_chats', 'eval_examples', 'ask', 'score_answer', 'accuracy', 'description_hallucination',
+           'easyvqa_accuracy', 'file_sha256', 'write_model_card', 'train_tiny', 'state_sha256', 'train_shipped',
+           'evaluate_tiny', 'write_run', 'make_tiny', 'ablation_losses']
 
 # %% ../nbs/06_tiny.ipynb #70eff159
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>", "<image>")
@@ -318,17 +323,97 @@ def _ex_long(scene, rng):
 # %% ../nbs/06_tiny.ipynb #839cb3aa
 _MAKERS = {"short": _ex_short, "long": _ex_long, "exist": _ex_exist, "which": _ex_which, "color": _ex_color, "bind": _ex_bind, "count": _ex_count, "size": _ex_size,
            "relation": _ex_relation, "haleval": _ex_haleval, "mc": _ex_mc, "judge": _ex_judge}
+_SCENE_MAKERS = {}   # task -> maker that draws its own scene (the studies' text-to-image tasks, below)
 
 def make_example(task: str, # one of TASKS
                  scene, # a `scenes.Scene`
                  rng: random.Random) -> Example | None:
     "One example of `task` about `scene`, or None when the scene cannot pose it (e.g. no relation with one object)."
-    if task not in _MAKERS: raise ValueError(f"unknown task {task!r}; choose one of {TASKS}")
+    if task not in _MAKERS and task not in _SCENE_MAKERS: raise ValueError(f"unknown task {task!r}; choose one of {(*_MAKERS, *_SCENE_MAKERS)}")
     if task in ("color",) and not _unique(scene): return None
     if task == "bind" and not (len(_unique(scene)) == 2 == len(scene.objects) and len({o.color for o in scene.objects}) == 2): return None
     if task == "relation" and len(scene.objects) < 2: return None
-    q, a, label = _MAKERS[task](scene, rng)
+    if task in _SCENE_MAKERS:   # text-to-image tasks draw their own scene from a prompt
+        if (drawn := _SCENE_MAKERS[task](scene, rng)) is None: return None
+        scene, q, a, label = drawn
+    else: q, a, label = _MAKERS[task](scene, rng)
     return Example(task, scene, q, a, label)
+
+# %% ../nbs/06_tiny.ipynb #e66ffbac
+from .captions import caption_rng, scene_captions
+from .mcitems import scene_facts
+from .mmbench import items_from_facts, mc_prompt
+from .rewrite import add_true_sentence
+from .t2i_judge import (T2I_CATEGORIES, VQASCORE_QUESTION, PromptSpec, applicable_deviations, draw_prompt, make_prompts,
+                        questions_for, satisfies, score_request)
+import functools
+from .core import Sample
+
+STUDY_TASKS = ("hal_study", "mc_study", "vqa_study", "t2i_study")
+T2I_HELD_OUT = 50 # prompts per category of the study's seed (0) never trained on; the study uses the first 5
+
+def _study_caption(scene):
+    "The length-matched true caption and its in-place hallucinations by type, exactly as `make_sample` draws them."
+    rng = caption_rng(scene)
+    short = add_true_sentence(scene, scene_captions(scene, rng)[0], rng)
+    return short, {t: h for t in HAL_TYPES if (h := hallucinate(scene, short, t, rng, check_caption=False, append=False)) is not None}
+
+def _ex_hal_study(scene, rng):
+    cap, hals = _study_caption(scene)
+    hal = hals[rng.choice(sorted(hals))] if hals and rng.random() < 0.5 else None
+    cot = rng.random() < 0.4
+    q = disc_question(hal.caption if hal else cap.text, rng.choice(("paper", "repo")), cot)
+    return q, _cot_answer(scene, hal) if cot else _yes_no(hal is None), "no" if hal else "yes"
+
+def _ex_mc_study(scene, rng):
+    sample = Sample(f"train-{scene.seed}", None, "in_domain", {"scene": scene.to_dict()})
+    item = items_from_facts([rng.choice(scene_facts(sample, seed=rng.randrange(10**6)))], n_options=4, seed=rng.randrange(10**6))[0]
+    return mc_prompt(item), item.answer, item.answer
+
+_T2I_TEST_TEXTS: set | None = None
+
+def t2i_held_out_texts() -> set:
+    "Texts of the text-to-image prompts the study may ask (seed 0, `T2I_HELD_OUT` per category): never trained on."
+    global _T2I_TEST_TEXTS
+    if _T2I_TEST_TEXTS is None: _T2I_TEST_TEXTS = {p.text for c in T2I_CATEGORIES for p in make_prompts(c, T2I_HELD_OUT, 0)}
+    return _T2I_TEST_TEXTS
+
+def t2i_draw(rng: random.Random):
+    "A training prompt (seed >= 1, not a held-out text), a deviation (None: faithful, half the time) and its scene."
+    p = make_prompts(rng.choice(T2I_CATEGORIES), 1, seed=1 + rng.randrange(10**6))[0]
+    if p.text in t2i_held_out_texts(): return None
+    kind = None if rng.random() < 0.5 else rng.choice(applicable_deviations(p.spec, p.category))
+    seed = rng.randrange(1, 10**6)
+    return p, kind, draw_prompt(p, kind, seed)[0]
+
+def _ex_vqa_study(_, rng):
+    if (d := t2i_draw(rng)) is None: return None
+    p, kind, scene = d
+    return scene, VQASCORE_QUESTION.format(prompt=p.text), _yes_no(kind is None), "yes" if kind is None else "no"
+
+def _t2i_score(p, kind, scene, q) -> int:
+    "The rubric's score: full when faithful or when a phrase's thing is drawn as asked; else 1 (phrase), 2 (missing), 3."
+    if kind is None: return q.max_score
+    if q.chunk is not None:
+        thing = next((t for t in p.spec.things if t.category == q.chunk.noun), None)
+        return q.max_score if thing is not None and satisfies(PromptSpec((thing,)), scene) else 1
+    return 2 if kind == "missing" else 3
+
+@functools.lru_cache(maxsize=None)
+def _t2i_question_texts(text: str, category: str) -> tuple:
+    "The study's direct score questions for one prompt, as (question, its text); the text does not depend on the image."
+    blank = ImageRef(Image.new("RGB", (8, 8), (255, 255, 255)), name="blank")
+    return tuple((q, score_request(blank, q, protocol="score").messages[0].content[-1]) for q in questions_for(text, category)[0])
+
+def _ex_t2i_study(_, rng):
+    if (d := t2i_draw(rng)) is None: return None
+    p, kind, scene = d
+    q, text = rng.choice(_t2i_question_texts(p.text, p.category))
+    score = str(_t2i_score(p, kind, scene, q))
+    return scene, text, score, score
+
+_MAKERS |= {"hal_study": _ex_hal_study, "mc_study": _ex_mc_study}
+_SCENE_MAKERS = {"vqa_study": _ex_vqa_study, "t2i_study": _ex_t2i_study}   # these draw their own scene
 
 # %% ../nbs/06_tiny.ipynb #8e6a62c8
 def draw_examples(task: str, n: int, rng: random.Random,
@@ -736,20 +821,74 @@ def train_tiny(folder: str | Path, # where to save the model
     tl.save(folder)
     return {"cfg": cfg, "tc": phases, "history": hist, "vision": vision, "vision_history": vision_hist, "model": tl}
 
+# %% ../nbs/06_tiny.ipynb #9322a70e
+SHIPPED = TinyLlavaConfig()   # 48 px, patch 8, CLIP 128 x 3 layers, Llama 160 x 4 layers
+SHIPPED_VISION_STEPS = 3000
+SHIPPED_PHASES = [   # binding warm-up with grounding; mostly existence; every task; every task, more judge and Hal-Eval
+    TrainConfig(steps=300, lr=1e-3, batch_size=32, warmup=100, seed=0, weights={"bind": 1.0}, log_every=50, grounding=1.0),
+    TrainConfig(steps=1200, lr=1e-3, batch_size=32, warmup=50, seed=1, weights={"exist": 4.0, "color": 1.0, "which": 1.0}, log_every=50),
+    TrainConfig(steps=1600, lr=7e-4, batch_size=32, warmup=50, seed=2, log_every=50),
+    TrainConfig(steps=1000, lr=5e-4, batch_size=32, warmup=50, seed=3, log_every=50, weights=DEFAULT_WEIGHTS | {"judge": 1.5, "haleval": 2.5})]
+STUDY_WEIGHTS = {"hal_study": 3.0, "mc_study": 1.5, "vqa_study": 1.5, "t2i_study": 0.8, "exist": 1.5, "color": 1.0, "which": 0.3,
+                 "count": 0.4, "size": 0.2, "relation": 0.4, "short": 0.4, "long": 0.4}
+STUDY_PHASE = TrainConfig(steps=1400, lr=5e-4, batch_size=16, warmup=50, seed=4, weights=STUDY_WEIGHTS, log_every=50)
+STUDY_PHASES = [STUDY_PHASE] # the phases run after the save point of the first four
+
+def state_sha256(model) -> str:
+    "SHA-256 over a model's parameters and buffers (names, shapes and float bytes, in name order)."
+    h = hashlib.sha256()
+    for k, v in sorted(model.state_dict().items()):
+        h.update(k.encode()); h.update(str(tuple(v.shape)).encode()); h.update(v.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+SHIPPED_THREADS = (2, 1) # torch threads: the first phases (and the tower) were trained with 2, the study phases with 1
+
+def train_shipped(folder: str | Path, # where to save the model
+                  start: str | Path | None = None, # a saved model of the first phases: run only the later ones on it
+                  phases: list[TrainConfig] | None = None, # default SHIPPED_PHASES + STUDY_PHASES
+                  later: int | None = None, # how many phases run after a save point (default len(STUDY_PHASES))
+                  cfg: TinyLlavaConfig = SHIPPED, vision_steps: int = SHIPPED_VISION_STEPS,
+                  threads: tuple[int, int] = SHIPPED_THREADS, log=print) -> dict:
+    "Train the shipped model from its seed (or continue `start` with the later phases) and save it; returns the run."
+    phases, before = list(phases or SHIPPED_PHASES + STUDY_PHASES), torch.get_num_threads()
+    k = len(phases) - (len(STUDY_PHASES) if later is None else later)   # phases before the save point
+    try:
+        if start is None:
+            torch.set_num_threads(threads[0])
+            run = train_tiny(folder, cfg, phases[:k], vision_steps=vision_steps, log=log)
+            tl, hist = run["model"], run["history"]
+            tl.model.zero_grad(set_to_none=True)   # the tower's last pretraining gradients, which a saved model does not carry
+        else: tl, hist, run = TinyLlava.load(start), [], {"vision": None, "vision_history": None, "start": str(start)}
+        torch.set_num_threads(threads[1])
+        for i in range(k, len(phases)):
+            done, secs = (hist[-1]["step"], hist[-1]["seconds"]) if hist else (0, 0.0)
+            hist = hist + [{"phase": i + 1, **r, "step": r["step"] + done, "seconds": round(r["seconds"] + secs, 1)}
+                           for r in train(tl, phases[i], log=log)]
+    finally: torch.set_num_threads(before)
+    tl.save(folder)
+    run |= {"cfg": tl.config, "tc": phases, "history": hist, "model": tl, "state_sha256": state_sha256(tl.model)}
+    log(f"weights sha256 (state): {run['state_sha256']}")
+    return run
+
+
 # %% ../nbs/06_tiny.ipynb #62f654a5
 def evaluate_tiny(model, # the model under test, called through the cache
                   n: int = 200, # questions per task
                   n_desc: int = 100, # detailed descriptions judged for hallucination
                   n_easyvqa: int = 100, # easy-VQA images
                   seed: int = 0) -> dict[str, list[dict]]:
-    "The model card's tables: in-domain accuracy per task with blank/shuffled-image ablations, descriptions, easy-VQA."
-    rows = []
-    for task in ("exist", "color", "count", "size", "relation", "mc", "judge", "haleval"):
+    "The model card's tables: in-domain accuracy per task with blank/shuffled-image ablations, study-format failures, descriptions, easy-VQA."
+    rows, failures = [], []
+    for task in ("exist", "color", "count", "size", "relation", "mc", "judge", "haleval", "hal_study", "mc_study"):
         exs = eval_examples(task, n, seed)
-        tokens = 64 if task == "haleval" else 8
+        tokens = {"haleval": 64, "hal_study": 96}.get(task, 8)
         row = {"task": task, "n": n}
         for images in ("scene", "blank", "shuffled"):
-            row[images] = round(accuracy(exs, ask(model, exs, images, max_new_tokens=tokens, seed=seed)), 3)
+            resp = ask(model, exs, images, max_new_tokens=tokens, seed=seed)
+            row[images] = round(accuracy(exs, resp), 3)
+            if images == "scene" and task in STUDY_TASKS:   # a few wrong answers of each study format, for the card
+                failures += [{"task": task, "prompt": e.prompt.replace("\n", " ")[-160:], "gold": e.label, "answer": (r.text or "").replace("\n", " ")}
+                             for e, r in zip(exs, resp) if not score_answer(e, r.text if not r.error else None)][:3]
         labels = [e.label for e in exs]
         row["majority"] = round(max(labels.count(l) for l in set(labels)) / n, 3)
         rows.append(row)
@@ -762,11 +901,37 @@ def evaluate_tiny(model, # the model under test, called through the cache
     indomain_yn = [r for r in rows if r["task"] in ("exist",)][0]["scene"]
     return {"In-domain accuracy (test split) with image ablations": rows,
             "Hal-Eval discriminative: direct vs chain-of-thought": hal,
+            "Failure examples of the study formats (test split)": failures,
             "Hallucination in detailed descriptions (claims judged against the scene graph)": [{k: v for k, v in desc.items() if k != "example"}],
             "Example detailed description (test scene 0)": [{"text": desc["example"]}],
             "Out of domain: easy-VQA test vs in-domain": [{"easy-VQA yes/no": easy["yes/no"], "easy-VQA open": easy["open"],
                                                            "easy-VQA all": easy["all"], "easy-VQA questions": easy["questions"],
                                                            "easy-VQA yes share": easy["yes_share"], "in-domain existence": indomain_yn}]}
+
+# %% ../nbs/06_tiny.ipynb #2df123d5
+def write_run(folder: str | Path, run: dict) -> Path:
+    "`run.json` beside the weights: sizes, phases, histories, the tower's accuracy and the weights' checksum."
+    keep = {"cfg": asdict(run["cfg"]), "tc": [asdict(p) for p in run["tc"]], "history": run["history"], "vision": run["vision"],
+            "vision_history": run["vision_history"], "threads": list(SHIPPED_THREADS), "state_sha256": run["state_sha256"]}
+    path = Path(folder)/"run.json"
+    path.write_text(json.dumps(keep | ({"start": run["start"]} if run.get("start") else {}), indent=1))
+    return path
+
+def make_tiny(folder: str | Path | None = None, # default: the package's model folder
+              log=print) -> dict:
+    "Retrain the shipped model from its seed, evaluate it on the test split, write run.json, eval.json and the card (`make tiny`)."
+    from mmresearch.cache import CachedModel, ResponseCache
+    from mmresearch.models import HFModel, tiny_model_path
+    folder = Path(folder or tiny_model_path())
+    run = train_shipped(folder, log=log)
+    write_run(folder, run)
+    with tempfile.TemporaryDirectory() as tmp:
+        tables = evaluate_tiny(CachedModel(HFModel(folder, batch_size=8), ResponseCache(Path(tmp)/"eval.sqlite")))
+    (folder/"eval.json").write_text(json.dumps(tables, indent=1))
+    notes = folder/"MAIN_JOB.md"   # the main job's figures on this model, measured separately (README)
+    write_model_card(folder, run["cfg"], run["tc"], run["history"], tables, vision=run["vision"],
+                     notes=notes.read_text() if notes.exists() else "")
+    return run | {"tables": tables}
 
 # %% ../nbs/06_tiny.ipynb #b3a809c4
 def ablation_losses(folder: str | Path, # a saved tiny LLaVA

@@ -1,0 +1,53 @@
+"""The tiny model's training data: train-split scenes and text-to-image prompts the studies never ask (disjoint from
+evaluation), and a short retraining run that reproduces a stored checksum (the shipped recipe is deterministic)."""
+import random
+
+import pytest
+from mmresearch.scene_samples import make_samples
+from mmresearch.scenes import SPLITS
+from mmresearch.t2i_judge import T2I_CATEGORIES, prompt_set
+from mmresearch.tiny import (STUDY_TASKS, STUDY_WEIGHTS, TinyLlavaConfig, TrainConfig, draw_examples, state_sha256,
+                             t2i_held_out_texts, train_shipped, train_tiny)
+
+SCENE_TASKS = ("hal_study", "mc_study")
+T2I_TASKS = ("vqa_study", "t2i_study")
+
+# state_sha256 of the short run below (torch 1 thread, CPU); re-derive only when the recipe or a task maker changes on purpose
+SHORT_RUN_SHA256 = "8e88ad26bdbc88dbaa18d339ee42ef9291f146a33e7b2e260a8464c7e7cb658b"
+
+
+def test_study_tasks_train_on_train_split_scenes_only():
+    train = SPLITS.index("train")
+    test_scenes = {s.meta["scene"]["seed"] for s in make_samples(60, "test", seed=0)}   # the scenes the Hal-Eval studies ask about
+    for task in SCENE_TASKS:
+        exs = draw_examples(task, 40, random.Random(1))
+        assert {e.scene.seed % 3 for e in exs} == {train}, task            # scene_seed residues keep the splits apart
+        assert not {e.scene.seed for e in exs} & test_scenes, task
+
+
+def test_t2i_tasks_never_use_the_studys_prompts():
+    held = t2i_held_out_texts()
+    assert {p.text for p in prompt_set(5, T2I_CATEGORIES, seed=0)} <= held     # the study's prompt set is held out
+    for task in T2I_TASKS:
+        exs = draw_examples(task, 60, random.Random(3))
+        assert not [e.prompt for e in exs if any(f"'{t}'" in e.prompt or f'"{t}"' in e.prompt for t in held)], task
+
+
+def test_study_tasks_have_both_answers():
+    for task in ("hal_study", "vqa_study"):
+        assert {e.label for e in draw_examples(task, 40, random.Random(4))} == {"yes", "no"}, task
+    assert len({e.label for e in draw_examples("mc_study", 40, random.Random(4))}) == 4   # gold letters in every position
+
+
+def test_short_retraining_reproduces_checksum(tmp_path):
+    small = TinyLlavaConfig(image_size=32, patch_size=8, vision_width=32, vision_layers=1, text_width=32, text_layers=1, heads=2)
+    phases = [TrainConfig(steps=2, batch_size=4, warmup=1, seed=0, weights={"exist": 1.0}, log_every=1),
+              TrainConfig(steps=3, batch_size=4, warmup=1, seed=4, weights=STUDY_WEIGHTS, log_every=1)]
+    run = train_shipped(tmp_path/"tiny", phases=phases, cfg=small, vision_steps=2, later=1, threads=(1, 1), log=lambda m: None)
+    assert run["state_sha256"] == SHORT_RUN_SHA256
+    # the last phase run on saved weights of the first (how the shipped model was made) gives the same weights
+    first = train_tiny(tmp_path/"first", small, phases[:1], vision_steps=2, log=lambda m: None)
+    assert state_sha256(first["model"].model) != SHORT_RUN_SHA256
+    again = train_shipped(tmp_path/"again", start=tmp_path/"first", phases=phases, later=1, threads=(1, 1), log=lambda m: None)
+    assert again["state_sha256"] == SHORT_RUN_SHA256
+    assert set(STUDY_TASKS) <= set(STUDY_WEIGHTS)
