@@ -727,7 +727,14 @@ def load_domain(domain: str, # a registered domain (`registry.declared("domain")
                 n: int | None = None, # at most this many samples (None: all; in_domain needs a number)
                 seed: int = 0, # draws scenes / rewrites
                 split: str = "test", # the split of the scene world or easy-VQA
-                study: str | None = None) -> Dataset: # a scorer name: refuse a domain its study does not run on
+                study: str | None = None, # a scorer name: refuse a domain its study does not run on
+                data_dir: str | Path | None = None, # the benchmark's own files, for domains that read them (`benchmarks`)
+                allow_missing: bool = False) -> Dataset: # such domains: run on the images present and name the rest
     "The samples of one study domain, with provenance for the manifest."
+    import inspect
     if study is not None: check_domain(study, domain)
-    return get_domain(domain)(n=n, seed=seed, split=split)
+    loader = get_domain(domain)
+    if "data_dir" not in inspect.signature(loader).parameters:
+        if data_dir is not None: raise ValueError(f"domain {domain!r} is built in: it reads no data_dir (got {str(data_dir)!r})")
+        return loader(n=n, seed=seed, split=split)
+    return loader(n=n, seed=seed, split=split, data_dir=data_dir, allow_missing=allow_missing)

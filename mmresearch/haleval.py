@@ -18,8 +18,9 @@ from .parsing import answer_columns, read_rows
 from .registry import scorer
 
 # %% auto #0
-__all__ = ['HALLUCINATION_TYPES', 'PROMPTS', 'prompt_hash', 'disc_question', 'disc_items', 'run_discriminative', 'pair_rows',
-           'disc_metrics', 'metrics_wide', 'disc_probability_metrics', 'score_disc', 'score_chair', 'compare_disc']
+__all__ = ['HALLUCINATION_TYPES', 'PROMPTS', 'CAPTION_AS_WRITTEN', 'prompt_hash', 'disc_question', 'disc_items',
+           'run_discriminative', 'pair_rows', 'disc_metrics', 'metrics_wide', 'disc_probability_metrics', 'score_disc',
+           'score_chair', 'compare_disc']
 
 # %% ../nbs/12_haleval.ipynb #8a0ffb7b
 HALLUCINATION_TYPES = ("object", "attribute", "relation", "event")
@@ -31,14 +32,13 @@ PROMPTS: dict[str, dict[bool, str]] = {
                "Check each object, attribute, relation and event it mentions against the image step by step, "
                "then finish with a line 'Answer: yes' or 'Answer: no'."),
     },
-    "repo": {
-        False: ("Does the caption delimited by triple backticks match the image exactly? "
-                "Answer \"yes\" or \"no\".\n```{caption}```"),
-        True: ("Does the caption delimited by triple backticks match the image exactly? Work it out step by step: compare "
-               "every detail of the caption with the image, then give your final answer as 'Answer: yes' or 'Answer: no'.\n"
-               "```{caption}```"),
+    "repo": {   # verbatim from WisdomShell/hal-eval@82dffba, evaluation/discriminative_evaluation/5k_code.py, lines 99-100
+        False: '```{caption}```. Does the caption delimited by triple backticks match the image exactly? If so, return "yes". If not, return "no".',
+        True: ('```{caption}```. Does the caption delimited by triple backticks match the image exactly? Let\u2019s work this '
+               'out in a step by step way to be sure we have the right answer. If so, return "yes". If not, return "no".'),
     },
 }
+CAPTION_AS_WRITTEN = {"paper": False, "repo": True}   # the repository's script formats the caption unchanged
 
 def prompt_hash(variant: str, cot: bool) -> str:
     "Short hash of one prompt template, for manifests."
@@ -49,7 +49,7 @@ def disc_question(caption: str, # the caption to check
                   cot: bool = False) -> str: # chain-of-thought form
     "The unified Hal-Eval question for one caption."
     if variant not in PROMPTS: raise KeyError(f"unknown prompt variant {variant!r}; choose one of {sorted(PROMPTS)}")
-    return PROMPTS[variant][cot].format(caption=caption.strip().rstrip("."))
+    return PROMPTS[variant][cot].format(caption=caption if CAPTION_AS_WRITTEN[variant] else caption.strip().rstrip("."))
 
 # %% ../nbs/12_haleval.ipynb #29301683
 def disc_items(samples: Sequence[Sample]) -> pd.DataFrame:
@@ -123,7 +123,7 @@ def disc_probability_metrics(rows: pd.DataFrame, # output of `run_discriminative
     return probability_report(paired, by, cluster="sample_id", n_bins=n_bins, n_boot=n_boot, seed=seed, level=level)
 
 # %% ../nbs/12_haleval.ipynb #ffeb42dd
-@scorer("haleval-disc", domains=("in_domain", "easyvqa", "photos"))
+@scorer("haleval-disc", domains=("in_domain", "easyvqa", "photos", "haleval_in_domain", "haleval_out_of_domain"))
 def score_disc(rows, # a JSONL path, or dicts with sample_id, caption_type, answer, and optionally label, domain
                policy: str = "exclude", # unparseable answers: negative, positive or exclude
                seed: int = 0, n_boot: int = 1000) -> dict:
@@ -165,7 +165,7 @@ def _chair_input(rows) -> tuple[list[dict], dict | None]:
                 {**{k: overall[k] for k in ("CHAIRs", "CHAIRi") if k in overall}, "made_with": chair_output_variant(table["words"])})
     return read_jsonl(rows), None
 
-@scorer("chair", domains=("in_domain", "easyvqa", "photos"))
+@scorer("chair", domains=("in_domain", "easyvqa", "photos", "haleval_in_domain", "haleval_out_of_domain", "coco"))
 def score_chair(rows, # a JSONL path, a CHAIR tool output JSON, or dicts with caption, objects, and optionally references, id
                 vocab: str = "coco", # ours: "coco" or a JSON file {class: [synonyms]}; tool: "coco" or a synonyms.txt
                 matching: str = "ours", # "ours" (`metrics.chair`) or "tool" (the standard CHAIR tool's, `chair_tool`)
