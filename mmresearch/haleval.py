@@ -20,7 +20,7 @@ from .registry import scorer
 # %% auto #0
 __all__ = ['HALLUCINATION_TYPES', 'PROMPTS', 'CAPTION_AS_WRITTEN', 'prompt_hash', 'disc_question', 'disc_items',
            'run_discriminative', 'pair_rows', 'disc_metrics', 'metrics_wide', 'disc_probability_metrics', 'score_disc',
-           'score_chair', 'compare_disc']
+           'write_predictions', 'score_chair', 'compare_disc']
 
 # %% ../nbs/12_haleval.ipynb #8a0ffb7b
 HALLUCINATION_TYPES = ("object", "attribute", "relation", "event")
@@ -138,6 +138,17 @@ def score_disc(rows, # a JSONL path, or dicts with sample_id, caption_type, answ
     table = disc_metrics(df, n_boot=n_boot, seed=seed)
     return {"policy": policy, "n": len(df), "n_missing_answers": int(df.error.notna().sum()),
             "metrics": table.drop(columns=["policy"]).to_dict(orient="records")}
+
+# %% ../nbs/12_haleval.ipynb #6fa8f4fb
+def write_predictions(rows: pd.DataFrame, # output of `run_discriminative`
+                      path: str | Path) -> Path:
+    "The run's answers as JSON lines for `score_disc`: sample_id, domain, caption_type, label, answer (null: the call failed)."
+    import json
+    with open(path, "w", encoding="utf-8") as f:
+        for r in rows.itertuples():
+            f.write(json.dumps({"sample_id": r.sample_id, "domain": r.domain, "caption_type": r.caption_type, "label": r.label,
+                                "answer": r.raw if isinstance(r.raw, str) else None}, ensure_ascii=False) + "\n")
+    return Path(path)
 
 # %% ../nbs/12_haleval.ipynb #1fc3d61c
 def _object_vocab(vocab: str): # "coco" or a JSON file of {class: [synonyms]}
