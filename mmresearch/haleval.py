@@ -169,7 +169,10 @@ def _object_vocab(vocab: str): # "coco" or a JSON file of {class: [synonyms]}
 def _chair_input(rows) -> tuple[list[dict], dict | None]:
     "The rows of a chair input and, for a CHAIR tool output file, its own CHAIRs / CHAIRi and which tool variant wrote it."
     if not isinstance(rows, (str, Path)): return list(rows), None
-    if Path(rows).suffix == ".json":
+    import json
+    try: doc = json.loads(Path(rows).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError): doc = None
+    if isinstance(doc, dict) and "sentences" in doc:   # by content: several papers publish the tool's output as .jsonl
         from mmresearch.chair_tool import chair_output_variant, read_chair_output
         table, overall = read_chair_output(rows)
         return ([{"id": i, "caption": c, "objects": g} for i, c, g in zip(table["id"], table["caption"], table["gt"])],
@@ -180,12 +183,20 @@ def _chair_input(rows) -> tuple[list[dict], dict | None]:
 def score_chair(rows, # a JSONL path, a CHAIR tool output JSON, or dicts with caption, objects, and optionally references, id
                 vocab: str = "coco", # ours: "coco" or a JSON file {class: [synonyms]}; tool: "coco" or a synonyms.txt
                 matching: str = "ours", # "ours" (`metrics.chair`) or "tool" (the standard CHAIR tool's, `chair_tool`)
+                coco: str | None = None, # COCO's folder (annotations/captions_val2014.json, instances_val2014.json): the truth of rows with image_id and no objects
                 seed: int = 0, n_boot: int = 1000) -> dict:
     "CHAIR_i, CHAIR_s, object recall and mean length with CIs for captions made elsewhere, by our matching or the tool's."
     from mmresearch.metrics import chair, chair_metrics
     from mmresearch.chair_tool import ChairTool, score, tool_metrics
     if matching not in ("ours", "tool"): raise ValueError(f"matching must be 'ours' or 'tool', got {matching!r}")
     rows, published = _chair_input(rows)
+    if coco is not None:   # the object truth as the CHAIR tool builds it from COCO's instance and caption annotations
+        from mmresearch.benchmarks import coco_chair_truth, coco_files
+        need = [r for r in rows if "objects" not in r]
+        bad = [k + 1 for k, r in enumerate(rows) if "objects" not in r and not isinstance(r.get("image_id"), int)]
+        if bad: raise ValueError(f"chair input line {bad[0]} has neither 'objects' nor an integer 'image_id' to look up in {coco}")
+        truth = coco_chair_truth(*coco_files(coco), {r["image_id"] for r in need})
+        rows = [r if "objects" in r else {**r, "objects": sorted(truth[r["image_id"]])} for r in rows]
     for k, r in enumerate(rows):
         for col in ("caption", "objects"):
             if col not in r: raise ValueError(f"chair input line {k + 1} has no {col!r} field")
