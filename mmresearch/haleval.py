@@ -74,7 +74,7 @@ def run_discriminative(samples: Sequence[Sample],
                        progress=None,
                        score_yes: bool = False # also ask P("yes") vs P("no") at the first answer token (direct answers only): p_yes, p_yes_error
                       ) -> pd.DataFrame:
-    "Ask the unified question for every (sample, caption); one row per item with raw and parsed answers."
+    "Ask the unified question for every (sample, caption); one row per item with the question asked, raw and parsed answers."
     if score_yes and cot: raise ValueError("score_yes needs direct answers: with chain of thought the first answer token is reasoning, not the verdict")
     items = disc_items(samples)
     by_id = {s.id: s for s in samples}
@@ -86,7 +86,7 @@ def run_discriminative(samples: Sequence[Sample],
     if score_yes:
         p_yes, why = yes_probabilities(model, requests)
         items = items.assign(p_yes=p_yes, p_yes_error=why)
-    return items.assign(prompt_variant=variant, cot=cot, prompt_hash=prompt_hash(variant, cot), max_new_tokens=limit,
+    return items.assign(prompt_variant=variant, cot=cot, prompt_hash=prompt_hash(variant, cot), question=questions, max_new_tokens=limit,
                         **answers, policy=policy, completion_tokens=[r.completion_tokens for r in responses])
 
 # %% ../nbs/12_haleval.ipynb #a350ead2

@@ -10,7 +10,6 @@ the benchmarks' code, not imported from ours:
 Each results file then goes through `mmresearch score` and gives the run's own figures back."""
 import json
 import shutil
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -174,25 +173,30 @@ def llava(tmp_path_factory) -> Path:
     return make_tiny_family("llava_15", tmp_path_factory.mktemp("fam")/"llava_15")
 
 
-def asked_texts(cache: Path) -> list[str]:
-    "The text of every request the cache holds (what the model was sent)."
-    with sqlite3.connect(cache) as db:
-        reqs = [json.loads(r) for (r,) in db.execute("SELECT request FROM responses")]
-    return [p for r in reqs for m in r["messages"] for p in m["content"] if isinstance(p, str)]
-
-
 def test_benchmarks_through_a_tiny_hf_family(tmp_path, llava):
+    "The cache keeps only a hash of each request, so what was asked is read from the run's rows (the question or query"
+    "column) and the family's chat template is checked to carry it unchanged into the prompt the model sees."
+    from mmresearch.core import ImageRef, Request, user
+    from mmresearch.models import HFModel
     hal, amb = haleval_folder(tmp_path/"haleval"), amber_folder(tmp_path/"AMBER")
     disc = sweep(tmp_path, "hf_haleval", "haleval_disc.ipynb",
                  {"data_dir": str(hal), "domain": "haleval_in_domain", "model": f"hf:{llava}", "n_samples": 5000,
                   "prompt_variant": "repo", "n_boot": 20, "score_yes": False})
-    recs = json.loads((FIX/"haleval_real/in_domain_excerpt.json").read_text())
-    captions = {r["caption"] for r in recs} | {h["caption"] for r in recs for h in r["hal_caption"]}
-    sent = asked_texts(tmp_path/"hf_haleval.sqlite")
-    assert all(any(HALEVAL_REPO_DIRECT.format(c) in s for s in sent) for c in captions)
     out = disc.sweep_dir/disc.runs[0].run
+    rows = pd.read_parquet(out/"samples.parquet")
+    recs = json.loads((FIX/"haleval_real/in_domain_excerpt.json").read_text())
+    captions = [c for r in recs for c in [r["caption"], *(h["caption"] for h in r["hal_caption"])]]
+    assert sorted(rows.question) == sorted(HALEVAL_REPO_DIRECT.format(c) for c in captions)
+    rendered, _ = HFModel(llava, device="cpu")._prompt(Request([user(ImageRef(Image.new("RGB", (8, 8))), rows.question.iloc[0])]))
+    assert rows.question.iloc[0] in rendered and "<image>" in rendered
+    assert rows.error.isna().all()
     assert score("haleval-disc", "--input", str(out/"predictions.jsonl"), "--n-boot", "20")["n"] == 15
-    sweep(tmp_path, "hf_amber", "amber.ipynb", {"data_dir": str(amb), "domain": "amber", "model": f"hf:{llava}",
-                                                 "n_samples": 1004, "n_boot": 20, "max_new_tokens_gen": 8})
-    sent = asked_texts(tmp_path/"hf_amber.sqlite")
-    assert all(any(q["query"] in s for s in sent) for q in json.loads((FIX/"amber/query/query_all.json").read_text()))
+    amber = sweep(tmp_path, "hf_amber", "amber.ipynb", {"data_dir": str(amb), "domain": "amber", "model": f"hf:{llava}",
+                                                         "n_samples": 1004, "n_boot": 20, "max_new_tokens_gen": 8})
+    out = amber.sweep_dir/amber.runs[0].run
+    asked = pd.read_parquet(out/"samples.parquet")
+    queries = json.loads((FIX/"amber/query/query_all.json").read_text())
+    assert sorted(zip(asked.id, asked["query"])) == sorted((q["id"], q["query"]) for q in queries) and asked.error.isna().all()
+    scored = score("amber", "--input", str(out/"responses.json"), "--labels", str(amb/"data"), "--n-boot", "20")
+    m = pd.read_csv(out/"metrics.csv").set_index(["task", "group", "metric"]).value
+    assert scored["discriminative"]["overall"]["accuracy"] == pytest.approx(m["discriminative", "overall", "accuracy"])
