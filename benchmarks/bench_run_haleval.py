@@ -26,9 +26,12 @@ FIX = Path(__file__).resolve().parents[1]/"tests"/"fixtures"
 IN_FLIGHT = 64
 
 
+SIZE = [640, 480]   # COCO's usual size; --size changes it
+
+
 def picture(i: int, path: Path) -> None:
-    "A 640x480 JPEG (COCO's usual size) that differs for every i, so no two requests share an image."
-    y, x = np.mgrid[0:480, 0:640]
+    "A JPEG of SIZE that differs for every i, so no two requests share an image."
+    y, x = np.mgrid[0:SIZE[1], 0:SIZE[0]]
     rgb = np.stack([(x + 7 * i) % 256, (y + 13 * i) % 256, (x + y + i) % 256], -1).astype(np.uint8)
     Image.fromarray(rgb).save(path, quality=90)
 
@@ -78,7 +81,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3); ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--records", type=int, default=400, help="Hal-Eval records (5 captions each) and AMBER images (21 queries each) / 4")
+    ap.add_argument("--size", type=int, nargs=2, default=SIZE, help="image width and height")
     a = ap.parse_args()
+    SIZE[:] = a.size
     tmp = Path(tempfile.mkdtemp())
     hal, amb = haleval_folder(tmp/"haleval", a.records), amber_folder(tmp/"AMBER", a.records // 4)
     proc, base_url = start_server(a.latency)
@@ -88,6 +93,8 @@ def main() -> None:
         from mmresearch.core import Request, user
         model.generate([Request([user("warm-up")])])
         ideal = IN_FLIGHT / a.latency
+        print(f"{a.latency * 1000:.0f} ms server latency, {IN_FLIGHT} requests in flight, {a.size[0]}x{a.size[1]} JPEG images "
+              f"({(hal/'val2014'/'COCO_val2014_000000000000.jpg').stat().st_size / 1000:.0f} KB each)")
         for name, load, ask in (
             ("Hal-Eval disc (in-domain file, repo wording)", lambda: load_domain("haleval_in_domain", data_dir=hal),
              lambda samples, m: run_discriminative(samples, m, variant="repo")),
