@@ -28,7 +28,8 @@ __all__ = ['AMBER_TYPES', 'DIMENSIONS', 'GENERATIVE_QUERY', 'COVER_RULES', 'GEN_
            'AmberAnnotations', 'parse_amber_annotations', 'load_amber_annotations', 'load_amber_queries', 'AmberVocab',
            'amber_vocab', 'load_amber_vocab', 'load_amber_responses', 'extract_nouns', 'spacy_similarity',
            'judge_description', 'judge_descriptions', 'generative_metrics', 'read_verdicts', 'judge_answers',
-           'discriminative_metrics', 'as_printed', 'score_responses', 'score_amber', 'scene_amber', 'run_amber']
+           'discriminative_metrics', 'as_printed', 'score_responses', 'score_amber', 'scene_amber', 'amber_questions',
+           'run_amber', 'vocab_for', 'write_responses']
 
 # %% ../nbs/16_amber.ipynb #a66c9bae
 AMBER_TYPES: dict[str, str] = {   # annotation type -> what it asks about
@@ -460,7 +461,7 @@ def score_responses(responses: pd.DataFrame, # id, response (output of `load_amb
     result["as_printed"] = as_printed(gen, disc)
     return _jsonable(result), gen, disc
 
-@scorer("amber", domains=("in_domain",))
+@scorer("amber", domains=("in_domain", "amber"))
 def score_amber(input_path: str | Path | Iterable[dict], # AMBER response file [{"id", "response"}], or its records
                 labels: str | Path | None = None, # AMBER's data/annotations.json, or the data/ folder
                 vocab: str | Path | None = None, # relation.json; default: beside the annotations
@@ -549,8 +550,24 @@ def scene_amber(samples: Sequence[Sample], # scene-world samples (meta["scene"])
 
 SCENE_VOCAB = amber_vocab(SCENE_ASSOCIATIONS, source="mmresearch.amber.SCENE_ASSOCIATIONS")
 
+# %% ../nbs/16_amber.ipynb #8baaa1ef
+def amber_questions(samples: Sequence[Sample], # AMBER's own samples (meta["amber_queries"]) or scene-world samples
+                    n_hallu: int = 3, seed: int = 0 # question building for scene samples, as in `scene_amber`
+                   ) -> tuple[list[dict], list[dict], dict[str, Sample]]:
+    "(queries, annotation records, image name -> sample): a sample's own AMBER queries, else ones built from its scene."
+    own = [s for s in samples if "amber_queries" in s.meta]
+    queries = [{"id": q["id"], "image": s.image.name, "query": q["query"]} for s in own for q in s.meta["amber_queries"]]
+    records = [q["annotation"] for s in own for q in s.meta["amber_queries"]]
+    images = {s.image.name: s for s in own}
+    built = [s for s in samples if "amber_queries" not in s.meta]
+    if built:
+        q2, r2, i2 = scene_amber(built, n_hallu, seed)
+        if own: raise ValueError("amber_questions: give either AMBER's own samples or scene samples, not both (their ids would collide)")
+        queries, records, images = q2, r2, i2
+    return queries, records, images
+
 # %% ../nbs/16_amber.ipynb #778d1caf
-def run_amber(samples: Sequence[Sample], # scene-world samples
+def run_amber(samples: Sequence[Sample], # AMBER's own samples or scene-world samples (`amber_questions`)
               model: CachedModel, # the model under test, through the cache
               n_hallu: int = 3, seed: int = 0, # question building, as in `scene_amber`
               max_new_tokens: int = 8, # budget of a yes/no answer
@@ -558,8 +575,8 @@ def run_amber(samples: Sequence[Sample], # scene-world samples
               progress=None) -> tuple[pd.DataFrame, AmberAnnotations]:
     "(responses: id, image, sample_id, query, kind, response, error; annotations) for AMBER questions on `samples`."
     if not isinstance(model, CachedModel): raise TypeError("model must be wrapped: CachedModel(model, ResponseCache(path))")
-    queries, records, images = scene_amber(samples, n_hallu, seed)
-    annotations = parse_amber_annotations(records, "scene world")
+    queries, records, images = amber_questions(samples, n_hallu, seed)
+    annotations = parse_amber_annotations(records, "AMBER's queries" if any("amber_queries" in s.meta for s in samples) else "scene world")
     reqs = [Request([user(images[q["image"]].image, q["query"])],
                     max_new_tokens=max_new_tokens_gen if annotations[q["id"]]["kind"] == "generative" else max_new_tokens) for q in queries]
     answers = model.generate(reqs, progress=progress) if progress else model.generate(reqs)
@@ -569,3 +586,16 @@ def run_amber(samples: Sequence[Sample], # scene-world samples
                          "response": pd.Series([a.text if a.ok else None for a in answers], dtype=object),
                          "error": [a.error.kind if a.error else None for a in answers]})
     return rows, annotations
+
+# %% ../nbs/16_amber.ipynb #65ea96d1
+def vocab_for(dataset) -> AmberVocab: # a `datasets.Dataset`
+    "AMBER's word lists when the dataset names them (`params['relation']`, the domain `amber`), else the scene world's."
+    p = dataset.params
+    return load_amber_vocab(p["relation"], p.get("safe_words")) if "relation" in p else SCENE_VOCAB
+
+def write_responses(responses: pd.DataFrame, # id and response (None for a failed call), e.g. from `run_amber`
+                    path: str | Path) -> Path:
+    "The responses as AMBER's response file, `[{\"id\", \"response\"}]` in id order (a failed call's response is null)."
+    recs = [{"id": int(i), "response": r if isinstance(r, str) else None} for i, r in sorted(zip(responses.id, responses.response))]
+    Path(path).write_text(json.dumps(recs, indent=1, ensure_ascii=False), encoding="utf-8")
+    return Path(path)

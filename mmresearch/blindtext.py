@@ -28,7 +28,7 @@ def disc_caption(question: str # the text of a Hal-Eval discriminative request
                 ) -> str | None:
     "The caption inside a Hal-Eval discriminative question (any `PROMPTS` wording), or None."
     for rx in _QUESTION_PATTERNS:
-        if m := rx.match(question): return m.group("caption")
+        if m := rx.match(question): return m.group("caption").strip().rstrip(".")   # as the paper wording holds it (the repo's keeps it as written)
     return None
 
 # %% ../nbs/12b_blind_text.ipynb #3a364062

@@ -730,10 +730,16 @@ def load_domain(domain: str, # a registered domain (`registry.declared("domain")
                 seed: int = 0, # draws scenes / rewrites
                 split: str = "test", # the split of the scene world or easy-VQA
                 study: str | None = None, # a scorer name: refuse a domain its study does not run on
-                data: str | Path | None = None) -> Dataset: # the benchmark file a file-backed domain reads (e.g. mmbench_tsv)
+                data: str | Path | None = None, # the benchmark file a file-backed domain reads (e.g. mmbench_tsv)
+                data_dir: str | Path | None = None, # the benchmark's own folder, for domains that read one (`benchmarks`)
+                allow_missing: bool = False) -> Dataset: # folder domains: run on the images present and name the rest
     "The samples of one study domain, with provenance for the manifest."
+    import inspect
     if study is not None: check_domain(study, domain)
     loader = get_domain(domain)
-    if data is None: return loader(n=n, seed=seed, split=split)
-    if "data" not in inspect.signature(loader).parameters: raise ValueError(f"domain {domain!r} is built in and takes no data file (got data={str(data)!r})")
-    return loader(n=n, seed=seed, split=split, data=data)
+    takes = inspect.signature(loader).parameters
+    given = {k: v for k, v in (("data", data), ("data_dir", data_dir)) if v is not None}
+    for k, v in given.items():
+        if k not in takes: raise ValueError(f"domain {domain!r} reads no {k} (got {str(v)!r})")
+    if "allow_missing" in takes: given["allow_missing"] = allow_missing
+    return loader(n=n, seed=seed, split=split, **given)

@@ -18,8 +18,9 @@ from .parsing import answer_columns, read_rows
 from .registry import scorer
 
 # %% auto #0
-__all__ = ['HALLUCINATION_TYPES', 'PROMPTS', 'prompt_hash', 'disc_question', 'disc_items', 'run_discriminative', 'pair_rows',
-           'disc_metrics', 'metrics_wide', 'disc_probability_metrics', 'score_disc', 'score_chair', 'compare_disc']
+__all__ = ['HALLUCINATION_TYPES', 'PROMPTS', 'CAPTION_AS_WRITTEN', 'prompt_hash', 'disc_question', 'disc_items',
+           'run_discriminative', 'pair_rows', 'disc_metrics', 'metrics_wide', 'disc_probability_metrics', 'score_disc',
+           'write_predictions', 'score_chair', 'compare_disc']
 
 # %% ../nbs/12_haleval.ipynb #8a0ffb7b
 HALLUCINATION_TYPES = ("object", "attribute", "relation", "event")
@@ -31,14 +32,13 @@ PROMPTS: dict[str, dict[bool, str]] = {
                "Check each object, attribute, relation and event it mentions against the image step by step, "
                "then finish with a line 'Answer: yes' or 'Answer: no'."),
     },
-    "repo": {
-        False: ("Does the caption delimited by triple backticks match the image exactly? "
-                "Answer \"yes\" or \"no\".\n```{caption}```"),
-        True: ("Does the caption delimited by triple backticks match the image exactly? Work it out step by step: compare "
-               "every detail of the caption with the image, then give your final answer as 'Answer: yes' or 'Answer: no'.\n"
-               "```{caption}```"),
+    "repo": {   # verbatim from WisdomShell/hal-eval@82dffba, evaluation/discriminative_evaluation/5k_code.py, lines 99-100
+        False: '```{caption}```. Does the caption delimited by triple backticks match the image exactly? If so, return "yes". If not, return "no".',
+        True: ('```{caption}```. Does the caption delimited by triple backticks match the image exactly? Let\u2019s work this '
+               'out in a step by step way to be sure we have the right answer. If so, return "yes". If not, return "no".'),
     },
 }
+CAPTION_AS_WRITTEN = {"paper": False, "repo": True}   # the repository's script formats the caption unchanged
 
 def prompt_hash(variant: str, cot: bool) -> str:
     "Short hash of one prompt template, for manifests."
@@ -49,7 +49,7 @@ def disc_question(caption: str, # the caption to check
                   cot: bool = False) -> str: # chain-of-thought form
     "The unified Hal-Eval question for one caption."
     if variant not in PROMPTS: raise KeyError(f"unknown prompt variant {variant!r}; choose one of {sorted(PROMPTS)}")
-    return PROMPTS[variant][cot].format(caption=caption.strip().rstrip("."))
+    return PROMPTS[variant][cot].format(caption=caption if CAPTION_AS_WRITTEN[variant] else caption.strip().rstrip("."))
 
 # %% ../nbs/12_haleval.ipynb #29301683
 def disc_items(samples: Sequence[Sample]) -> pd.DataFrame:
@@ -74,7 +74,7 @@ def run_discriminative(samples: Sequence[Sample],
                        progress=None,
                        score_yes: bool = False # also ask P("yes") vs P("no") at the first answer token (direct answers only): p_yes, p_yes_error
                       ) -> pd.DataFrame:
-    "Ask the unified question for every (sample, caption); one row per item with raw and parsed answers."
+    "Ask the unified question for every (sample, caption); one row per item with the question asked, raw and parsed answers."
     if score_yes and cot: raise ValueError("score_yes needs direct answers: with chain of thought the first answer token is reasoning, not the verdict")
     items = disc_items(samples)
     by_id = {s.id: s for s in samples}
@@ -86,7 +86,7 @@ def run_discriminative(samples: Sequence[Sample],
     if score_yes:
         p_yes, why = yes_probabilities(model, requests)
         items = items.assign(p_yes=p_yes, p_yes_error=why)
-    return items.assign(prompt_variant=variant, cot=cot, prompt_hash=prompt_hash(variant, cot), max_new_tokens=limit,
+    return items.assign(prompt_variant=variant, cot=cot, prompt_hash=prompt_hash(variant, cot), question=questions, max_new_tokens=limit,
                         **answers, policy=policy, completion_tokens=[r.completion_tokens for r in responses])
 
 # %% ../nbs/12_haleval.ipynb #a350ead2
@@ -123,7 +123,7 @@ def disc_probability_metrics(rows: pd.DataFrame, # output of `run_discriminative
     return probability_report(paired, by, cluster="sample_id", n_bins=n_bins, n_boot=n_boot, seed=seed, level=level)
 
 # %% ../nbs/12_haleval.ipynb #ffeb42dd
-@scorer("haleval-disc", domains=("in_domain", "easyvqa", "photos"))
+@scorer("haleval-disc", domains=("in_domain", "easyvqa", "photos", "haleval_in_domain", "haleval_out_of_domain"))
 def score_disc(rows, # a JSONL path, or dicts with sample_id, caption_type, answer, and optionally label, domain
                policy: str = "exclude", # unparseable answers: negative, positive or exclude
                seed: int = 0, n_boot: int = 1000) -> dict:
@@ -138,6 +138,17 @@ def score_disc(rows, # a JSONL path, or dicts with sample_id, caption_type, answ
     table = disc_metrics(df, n_boot=n_boot, seed=seed)
     return {"policy": policy, "n": len(df), "n_missing_answers": int(df.error.notna().sum()),
             "metrics": table.drop(columns=["policy"]).to_dict(orient="records")}
+
+# %% ../nbs/12_haleval.ipynb #6fa8f4fb
+def write_predictions(rows: pd.DataFrame, # output of `run_discriminative`
+                      path: str | Path) -> Path:
+    "The run's answers as JSON lines for `score_disc`: sample_id, domain, caption_type, label, answer (null: the call failed)."
+    import json
+    with open(path, "w", encoding="utf-8") as f:
+        for r in rows.itertuples():
+            f.write(json.dumps({"sample_id": r.sample_id, "domain": r.domain, "caption_type": r.caption_type, "label": r.label,
+                                "answer": r.raw if isinstance(r.raw, str) else None}, ensure_ascii=False) + "\n")
+    return Path(path)
 
 # %% ../nbs/12_haleval.ipynb #1fc3d61c
 def _object_vocab(vocab: str): # "coco" or a JSON file of {class: [synonyms]}
@@ -158,23 +169,34 @@ def _object_vocab(vocab: str): # "coco" or a JSON file of {class: [synonyms]}
 def _chair_input(rows) -> tuple[list[dict], dict | None]:
     "The rows of a chair input and, for a CHAIR tool output file, its own CHAIRs / CHAIRi and which tool variant wrote it."
     if not isinstance(rows, (str, Path)): return list(rows), None
-    if Path(rows).suffix == ".json":
+    import json
+    try: doc = json.loads(Path(rows).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError): doc = None
+    if isinstance(doc, dict) and "sentences" in doc:   # by content: several papers publish the tool's output as .jsonl
         from mmresearch.chair_tool import chair_output_variant, read_chair_output
         table, overall = read_chair_output(rows)
         return ([{"id": i, "caption": c, "objects": g} for i, c, g in zip(table["id"], table["caption"], table["gt"])],
                 {**{k: overall[k] for k in ("CHAIRs", "CHAIRi") if k in overall}, "made_with": chair_output_variant(table["words"])})
     return read_jsonl(rows), None
 
-@scorer("chair", domains=("in_domain", "easyvqa", "photos"))
+@scorer("chair", domains=("in_domain", "easyvqa", "photos", "haleval_in_domain", "haleval_out_of_domain", "coco"))
 def score_chair(rows, # a JSONL path, a CHAIR tool output JSON, or dicts with caption, objects, and optionally references, id
                 vocab: str = "coco", # ours: "coco" or a JSON file {class: [synonyms]}; tool: "coco" or a synonyms.txt
                 matching: str = "ours", # "ours" (`metrics.chair`) or "tool" (the standard CHAIR tool's, `chair_tool`)
+                coco: str | None = None, # COCO's folder (annotations/captions_val2014.json, instances_val2014.json): the truth of rows with image_id and no objects
                 seed: int = 0, n_boot: int = 1000) -> dict:
     "CHAIR_i, CHAIR_s, object recall and mean length with CIs for captions made elsewhere, by our matching or the tool's."
     from mmresearch.metrics import chair, chair_metrics
     from mmresearch.chair_tool import ChairTool, score, tool_metrics
     if matching not in ("ours", "tool"): raise ValueError(f"matching must be 'ours' or 'tool', got {matching!r}")
     rows, published = _chair_input(rows)
+    if coco is not None:   # the object truth as the CHAIR tool builds it from COCO's instance and caption annotations
+        from mmresearch.benchmarks import coco_chair_truth, coco_files
+        need = [r for r in rows if "objects" not in r]
+        bad = [k + 1 for k, r in enumerate(rows) if "objects" not in r and not isinstance(r.get("image_id"), int)]
+        if bad: raise ValueError(f"chair input line {bad[0]} has neither 'objects' nor an integer 'image_id' to look up in {coco}")
+        truth = coco_chair_truth(*coco_files(coco), {r["image_id"] for r in need})
+        rows = [r if "objects" in r else {**r, "objects": sorted(truth[r["image_id"]])} for r in rows]
     for k, r in enumerate(rows):
         for col in ("caption", "objects"):
             if col not in r: raise ValueError(f"chair input line {k + 1} has no {col!r} field")

@@ -33,7 +33,7 @@ __all__ = ['LENGTH_PROMPTS', 'COVERAGE', 'SCENE_SYNONYMS', 'EASYVQA_SYNONYMS', '
            'DescriptionJudge', 'claim_span', 'domain_vocab', 'ExactJudge', 'HalContent', 'HalVerdict', 'parse_verdict',
            'LLMJudge', 'read_types', 'SFTJudge', 'judge_rows', 'chair_matching_used', 'add_signals', 'run_generative',
            'gen_metrics', 'metrics_wide', 'rate_by_length', 'plot_rate_vs_length', 'agreement_table',
-           'load_human_labels', 'human_agreement', 'sft_records', 'judge_verdicts']
+           'load_human_labels', 'human_agreement', 'sft_records', 'judge_verdicts', 'write_chair_input']
 
 # %% ../nbs/13_halgen.ipynb #c4d1a864
 LENGTH_PROMPTS: dict[str, str] = {
@@ -607,3 +607,18 @@ def judge_verdicts(rows: pd.DataFrame, # judged rows (`judge_rows`, one verdict 
             n = described[f"{j}_n_{t}"].to_numpy(float)
             out.append(pd.DataFrame({**base, "group": t, "value": np.where(np.isnan(n), np.nan, (n == 0).astype(float))}))
     return pd.concat(out, ignore_index=True)
+
+# %% ../nbs/13_halgen.ipynb #12c19d75
+def write_chair_input(rows: pd.DataFrame, # output of `run_generative`
+                      samples: Sequence[Sample],
+                      path: str | Path) -> int:
+    "Write one JSON line per answered description of an image with annotated objects; returns how many were written."
+    by_id, n = {s.id: s for s in samples}, 0
+    with open(path, "w", encoding="utf-8") as f:
+        for r in rows.itertuples():
+            s = by_id[r.sample_id]
+            if not isinstance(r.description, str) or not s.meta.get("objects"): continue
+            f.write(json.dumps({"id": f"{r.sample_id}/{r.length_prompt}/{r.max_new_tokens}", "caption": r.description,
+                                "objects": list(s.meta["objects"]), "references": _truth_objects(s)}, ensure_ascii=False) + "\n")
+            n += 1
+    return n
