@@ -26,15 +26,16 @@ from .core import ImageRef, canonical_json
 from .registry import finding_for, get_finding
 
 # %% auto #0
-__all__ = ['MANIFEST', 'SPAN_COLOURS', 'NO_SCRIPT_META', 'SWEEP_FILE', 'FRACTION_RATES', 'SCORES', 'FINDING_PNG', 'FINDING_JSON',
-           'COMPARE_PAGE', 'MODEL_KEYS', 'MAIN_METRICS', 'QUIET_KERNEL', 'json_safe', 'json_text', 'write_text_atomic',
-           'write_json', 'read_json', 'read_manifest', 'write_manifest', 'figure_png', 'show_figure', 'gallery_html',
-           'examples_gallery', 'highlight_spans', 'span_legend', 'notebook_html', 'external_resources', 'flatten',
-           'manifest_html', 'nav_html', 'render_run', 'read_sweep', 'load_sweep', 'condition_label', 'metric_table',
-           'plot_metric', 'in_percent', 'unit', 'fmt_ci', 'overall_label', 'Finding', 'varying_keys', 'plt_colours',
-           'disc_finding', 'length_finding', 'mmbench_finding', 'category_finding', 'headline_finding', 't2i_finding',
-           'pope_finding', 'finding', 'write_finding', 'compare_table', 'render_compare', 'quiet_progress', 'md_text',
-           'md_code', 'generic_summary_path', 'render_summary', 'runs_links_html', 'headline_value', 'render_index']
+__all__ = ['MANIFEST', 'SPAN_COLOURS', 'NO_SCRIPT_META', 'SWEEP_FILE', 'CI_FLAGS', 'FEW_CLUSTERS_MARK', 'FRACTION_RATES',
+           'SCORES', 'FINDING_PNG', 'FINDING_JSON', 'COMPARE_PAGE', 'MODEL_KEYS', 'MAIN_METRICS', 'QUIET_KERNEL',
+           'json_safe', 'json_text', 'write_text_atomic', 'write_json', 'read_json', 'read_manifest', 'write_manifest',
+           'figure_png', 'show_figure', 'gallery_html', 'examples_gallery', 'highlight_spans', 'span_legend',
+           'notebook_html', 'external_resources', 'flatten', 'manifest_html', 'nav_html', 'render_run', 'read_sweep',
+           'load_sweep', 'few_clusters_marks', 'condition_label', 'metric_table', 'plot_metric', 'in_percent', 'unit',
+           'fmt_ci', 'overall_label', 'Finding', 'varying_keys', 'plt_colours', 'disc_finding', 'length_finding',
+           'mmbench_finding', 'category_finding', 'headline_finding', 't2i_finding', 'pope_finding', 'finding',
+           'write_finding', 'compare_table', 'render_compare', 'quiet_progress', 'md_text', 'md_code',
+           'generic_summary_path', 'render_summary', 'runs_links_html', 'headline_value', 'render_index']
 
 # %% ../nbs/21_report.ipynb #59129d39
 MANIFEST = "manifest.json"
@@ -276,6 +277,15 @@ def load_sweep(sweep_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     cols = ["run", *info.get("grid_keys", []), "metric", "value"]
     return pd.DataFrame(runs), (pd.concat(metrics, ignore_index=True) if metrics else pd.DataFrame(columns=cols))
 
+# %% ../nbs/21_report.ipynb #a24f0c02
+CI_FLAGS = ("ci_method", "ci_note", "few_clusters", "boot_undefined")   # columns that describe an interval, not a breakdown
+FEW_CLUSTERS_MARK = " †"
+
+def few_clusters_marks(df: pd.DataFrame) -> list[str]:
+    "Per row: `FEW_CLUSTERS_MARK` where the interval rests on few clusters (`few_clusters` true), else ''."
+    flags = df["few_clusters"] if "few_clusters" in df.columns else pd.Series(False, index=df.index)
+    return [FEW_CLUSTERS_MARK if str(f).strip().lower() == "true" else "" for f in flags]
+
 # %% ../nbs/21_report.ipynb #749bf4d8
 def condition_label(row: pd.Series, keys: Sequence[str]) -> str:
     "A condition's name from its grid values, e.g. `cot=True, model=scripted:yes`."
@@ -288,7 +298,7 @@ def metric_table(metrics: pd.DataFrame, # the long metrics frame from `load_swee
     "One row per condition (and breakdown key, if any): the value, its 95% CI and n, rounded for reading."
     df = metrics[metrics["metric"] == metric].copy()
     if df.empty: raise KeyError(f"no rows for metric {metric!r}; metrics present: {sorted(metrics['metric'].unique())}")
-    std = {"run", "metric", "value", "ci_low", "ci_high", "n", *by}
+    std = {"run", "metric", "value", "ci_low", "ci_high", "n", *by, *CI_FLAGS}
     extra = [c for c in df.columns if c not in std and df[c].notna().any()]
     df["condition"] = df.apply(condition_label, axis=1, keys=list(by))
     out = df[["condition", *extra]].copy()
@@ -297,7 +307,9 @@ def metric_table(metrics: pd.DataFrame, # the long metrics frame from `load_swee
     out[metric] = df["value"].round(digits)
     if {"ci_low", "ci_high"} <= set(df.columns):
         out["95% CI"] = [f"[{lo:.{digits}f}, {hi:.{digits}f}]" if pd.notna(lo) else "" for lo, hi in zip(df["ci_low"], df["ci_high"])]
+        out["95% CI"] += few_clusters_marks(df)
     if "n" in df.columns: out["n"] = df["n"]
+    if "ci_note" in df.columns and df["ci_note"].fillna("").astype(str).str.len().gt(0).any(): out["note"] = df["ci_note"].fillna("")
     return out.set_index(["condition", *extra])
 
 # %% ../nbs/21_report.ipynb #424c8846
