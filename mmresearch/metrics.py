@@ -206,7 +206,7 @@ def wilson_ci(value: float, # observed proportion, 0–1
     if not n > 0 or math.isnan(value): return math.nan, math.nan
     den = 1 + q * q / n
     centre, half = (value + q * q / (2 * n)) / den, q * math.sqrt(value * (1 - value) / n + q * q / (4 * n * n)) / den
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return (0.0 if value == 0 else max(0.0, centre - half)), (1.0 if value == 1 else min(1.0, centre + half))   # exact at the edge
 
 def cluster_ratio_ci(num, # per-cluster numerator totals
                      den, # per-cluster denominator totals
