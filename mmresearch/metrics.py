@@ -476,8 +476,8 @@ def paired_mde(correct_a, correct_b, # per row: was each condition right? (bool)
     within = float((centred ** 2).sum())
     deff = 1.0 if ids is None else (float((np.bincount(ids, weights=centred) ** 2).sum() / within) if within > 0 else math.nan)
     out["design_effect"] = deff
-    if not deff > 0: return out   # every cluster's discordant rows cancel: no variance to size an effect against
-    n_eff, psi = int(round(n / deff, 6)), n_disc / n
+    if math.isnan(deff): return out
+    n_eff, psi = int(round(n / max(deff, 1.0), 6)), n_disc / n  # a design effect below 1 is shown, never used to gain pairs
     if n_eff < 1: return out
     at = _power_at(n_eff, psi, alpha, 25)
     reach = lambda e: at((psi + e) / (2 * psi)) >= power      # e: the difference as a fraction
@@ -520,9 +520,9 @@ def cluster_diff(parts_a: tuple, parts_b: tuple, # (num, den) per cluster of eac
     lev = ((da / ta + db / tb) / 2)[used]
     se = 100 * math.sqrt(float((u ** 2 / (1 - lev)).sum()))
     q = float(stats.t.ppf(0.5 + level / 2, g - 1))
-    if se == 0:
-        out["p_value"] = 1.0 if out["diff"] == 0 else math.nan; return out
-    out.update(ci_low=out["diff"] - q * se, ci_high=out["diff"] + q * se,
+    if se == 0:                                                  # no cluster moves the difference (a condition with itself)
+        out.update(ci_low=out["diff"], ci_high=out["diff"], p_value=1.0 if out["diff"] == 0 else math.nan); return out
+    out.update(ci_low=max(-100.0, out["diff"] - q * se), ci_high=min(100.0, out["diff"] + q * se),   # a difference of rates
                p_value=float(2 * stats.t.sf(abs(out["diff"]) / se, g - 1)),
                mde=float(stats.t.ppf(1 - alpha / 2, g - 1) + stats.t.ppf(power, g - 1)) * se)
     return out
