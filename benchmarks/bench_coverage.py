@@ -55,7 +55,7 @@ def main(reps: int = 1000) -> None:
     for i, g in enumerate(CLUSTERS):
         for j, icc in enumerate(ICCS):
             rows.append(setting(g, icc, reps, seed=100 * i + j))
-            print(pd.DataFrame(rows[-1:]).round({"icc": 2}).round(1).to_string(index=False, header=len(rows) == 1), flush=True)
+            print(pd.DataFrame(rows[-1:]).round(1).assign(icc=icc).to_string(index=False, header=len(rows) == 1), flush=True)
     t = pd.DataFrame(rows)
     cover, size = t[["cover_accuracy", "cover_f1"]], t[["reject_accuracy", "reject_f1"]]
     print(f"\n{reps:,} replications per setting (Monte Carlo error ±{196 * np.sqrt(0.95 * 0.05 / reps):.1f} points "
