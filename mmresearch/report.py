@@ -278,7 +278,7 @@ def load_sweep(sweep_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(runs), (pd.concat(metrics, ignore_index=True) if metrics else pd.DataFrame(columns=cols))
 
 # %% ../nbs/21_report.ipynb #a24f0c02
-CI_FLAGS = ("ci_method", "ci_note", "few_clusters", "boot_undefined")   # columns that describe an interval, not a breakdown
+CI_FLAGS = ("ci_method", "ci_note", "few_clusters", "boot_undefined", "unit")   # columns that describe a value, not a breakdown
 FEW_CLUSTERS_MARK = " †"
 
 def few_clusters_marks(df: pd.DataFrame) -> list[str]:
@@ -351,8 +351,13 @@ def in_percent(metrics: pd.DataFrame) -> pd.DataFrame:
         if c in out.columns: out.loc[rows, c] = pd.to_numeric(out.loc[rows, c], errors="coerce") * 100
     return out
 
-def unit(metric: str) -> str:
-    "The unit a metric is shown in: '%' for rates, '' for scores on their own scale."
+def unit(metric: str, # a metric's name
+         metrics: pd.DataFrame | None = None # its rows, whose `unit` column (if any) is the study's declaration
+        ) -> str:
+    "The unit a metric is shown in: what the study declares in its metrics' `unit` column, else '' for `SCORES`, else '%'."
+    if metrics is not None and "unit" in metrics.columns:
+        declared = metrics.loc[metrics["metric"] == metric, "unit"].dropna()
+        if len(declared): return "" if str(declared.iloc[0]).strip() in ("", "score") else str(declared.iloc[0]).strip()
     return "" if metric in SCORES else "%"
 
 def fmt_ci(value: float, low: float | None = None, high: float | None = None, digits: int = 1, suffix: str = "") -> str:
@@ -555,7 +560,7 @@ def category_finding(metric: str, group: str, what: str, xlabel: str, scale: tup
         if scale: ax.set_xlim(*scale)
         ax.set_xlabel(xlabel); ax.set_ylabel(group); ax.legend(fontsize=8, title=", ".join(keys) or None)
         ax.set_title(f"{info['name']}: {what}")
-        digits = 3 if unit(metric) == "" else 1
+        digits = 3 if unit(metric, metrics) == "" else 1
         if (d[group] == "all").any(): s1 = _span(d[d[group] == "all"], f"{metric} over all {group} values", digits=digits) + "."
         else:   # no pooled row: the mean over the groups, per condition
             mean = d.groupby("condition", sort=False, as_index=False)["value"].mean().assign(ci_low=None, ci_high=None)
@@ -574,7 +579,7 @@ def headline_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Find
     s1 = _span(d, head) + "."
     d = d[d["value"].notna()]
     s2 = (f"The difference between the highest and the lowest condition is {d.value.max() - d.value.min():.1f}"
-          f"{' points' if unit(head) else ''} over {len(d)} conditions." if len(d) > 1 else "Only one condition has a value.")
+          f"{' points' if unit(head, metrics) else ''} over {len(d)} conditions." if len(d) > 1 else "Only one condition has a value.")
     return Finding(f"{head} by condition", fig, alt, [s1, s2], _cells(d.assign(metric=head), "condition", "metric"))
 
 @finding_for("t2i_judge")
@@ -630,10 +635,10 @@ def compare_table(sweep_dir: str | Path) -> pd.DataFrame | None:
     if model is None: return None
     wanted = MAIN_METRICS.get(Path(str(info.get("notebook", ""))).stem, [info.get("headline")])
     m = in_percent(metrics)
-    parts = [_first_rows(m, x).assign(column=f"{x} ({unit(x) or 'score'})") for x in wanted if (m["metric"] == x).any()]
+    parts = [_first_rows(m, x).assign(column=f"{x} ({unit(x, m) or 'score'})") for x in wanted if (m["metric"] == x).any()]
     if not parts: return None
     d = pd.concat(parts, ignore_index=True)
-    d["cell"] = [fmt_ci(r.value, r.ci_low, r.ci_high, 1 if unit(r.metric) else 3) for r in d.itertuples()]
+    d["cell"] = [fmt_ci(r.value, r.ci_low, r.ci_high, 1 if unit(r.metric, m) else 3) for r in d.itertuples()]
     index = [model, *[k for k in keys if k != model]]
     return d.pivot_table(index=index, columns="column", values="cell", aggfunc="first", sort=False).rename_axis(columns=None)
 
@@ -719,7 +724,7 @@ def headline_value(run_dir: Path, metric: str | None) -> str:
     df = df[df["metric"] == metric]
     if df.empty: return ""
     r = df.iloc[0]
-    return fmt_ci(r["value"], r.get("ci_low"), r.get("ci_high"), 1 if unit(metric) else 3, unit(metric))
+    return fmt_ci(r["value"], r.get("ci_low"), r.get("ci_high"), 1 if unit(metric, df) else 3, unit(metric, df))
 
 def _sweep_line(sd: Path, info: dict) -> str:
     "One row of the index's top table: the finding's small figure, the sweep (linked), its headline sentence, run counts."
