@@ -114,7 +114,7 @@ _BLOCK_CELLS = 1 << 24
 N_BOOT = 10_000     # default resamples: the endpoints' Monte Carlo SD is about 0.7% of the interval's width
 
 def _check_level(level: float):
-    if not (isinstance(level, float) and 0 < level < 1):
+    if not (isinstance(level, (float, np.floating)) and 0 < level < 1):
         raise ValueError(f"level must be a fraction in (0, 1), e.g. 0.95; got {level!r}")
 
 
