@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .core import ImageRef, Sample
-from .datasets import DataFormatError, Dataset, LoadStats, _file_sha256, dataset_hash, load_coco, load_haleval
+from .datasets import DataFormatError, Dataset, LoadStats, file_sha256, dataset_hash, load_coco, load_haleval
 from .registry import domain
 
 # %% auto #0
@@ -103,7 +103,7 @@ def data_note(ds: Dataset) -> str:
 def with_files(ds: Dataset, files: Sequence[Path], **params) -> Dataset:
     "`ds` with `files` as its sources: their joint hash, each file's SHA-256 in `params['file_sha256']`, and `params`."
     return replace(ds, files=[str(f) for f in files], hash=dataset_hash(*files),
-                   params={**ds.params, **params, "file_sha256": {str(f): _file_sha256(Path(f)) for f in files}})
+                   params={**ds.params, **params, "file_sha256": {str(f): file_sha256(Path(f)) for f in files}})
 
 def find_file(data_dir: str | Path, # the benchmark's folder
               names: Sequence[str], # where the file may sit under it, tried in order

@@ -23,10 +23,10 @@ from .core import ImageDecodeError, ImageRef, Sample, stable_hash
 # %% auto #0
 __all__ = ['HALLUCINATION_TYPES', 'VERIFY_MODES', 'COCO_CLASSES', 'COCO_SYNONYMS', 'COCO_COLOUR_WORDS', 'EASYVQA_SHAPES',
            'EASYVQA_COLORS', 'EASYVQA_SUPPORTS', 'PHOTOS_SUPPORTS', 'HALEVAL_TYPE_NAMES', 'POPE_SPLITS',
-           'IMAGE_SUFFIXES', 'DATASETS', 'DataFormatError', 'RowError', 'LoadStats', 'dataset_hash', 'Dataset',
-           'coco_vocab', 'coco_mentions', 'easyvqa_facts', 'load_easyvqa', 'photos_json', 'load_photos', 'json_records',
-           'read_json_records', 'load_haleval', 'pope_object', 'pope_split_from_name', 'load_pope', 'load_coco',
-           'load_image_folder', 'register_dataset', 'load_dataset', 'show_samples', 'load_in_domain',
+           'IMAGE_SUFFIXES', 'DATASETS', 'DataFormatError', 'RowError', 'LoadStats', 'file_sha256', 'dataset_hash',
+           'Dataset', 'coco_vocab', 'coco_mentions', 'easyvqa_facts', 'load_easyvqa', 'photos_json', 'load_photos',
+           'json_records', 'read_json_records', 'load_haleval', 'pope_object', 'pope_split_from_name', 'load_pope',
+           'load_coco', 'load_image_folder', 'register_dataset', 'load_dataset', 'show_samples', 'load_in_domain',
            'load_easyvqa_domain', 'load_photos_domain', 'load_domain']
 
 # %% ../nbs/04_datasets.ipynb #1bce34ad
@@ -61,7 +61,7 @@ class LoadStats:
         self.dropped.append(f"{self.source}: {row}: {message}")
 
 # %% ../nbs/04_datasets.ipynb #6e0633a1
-def _file_sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""): h.update(block)
@@ -75,8 +75,8 @@ def dataset_hash(*paths: str | Path) -> str:
         elif p.is_file(): files.append((p.name, p))
         else: raise FileNotFoundError(f"cannot hash {p}: no such file or folder")
     if not files: raise ValueError(f"nothing to hash in {[str(p) for p in paths]}")
-    if len(files) == 1: return _file_sha256(files[0][1])
-    return hashlib.sha256("".join(f"{name}\0{_file_sha256(f)}\n" for name, f in files).encode()).hexdigest()
+    if len(files) == 1: return file_sha256(files[0][1])
+    return hashlib.sha256("".join(f"{name}\0{file_sha256(f)}\n" for name, f in files).encode()).hexdigest()
 
 # %% ../nbs/04_datasets.ipynb #bc759d36
 @dataclass
@@ -369,7 +369,7 @@ def load_photos(annotations: str | Path | None = None, # photos.json (default: t
             if missing: raise RowError(f"missing field(s) {missing}")
             img = _package_file(rec["package"], rec["file"])
             if not img.is_file(): raise RowError(f"image file not found: {img}")
-            if (h := _file_sha256(img)) != rec["sha256"]:
+            if (h := file_sha256(img)) != rec["sha256"]:
                 raise RowError(f"{img} has sha256 {h[:12]}…, not the annotated {rec['sha256'][:12]}…; the annotations describe another picture")
             if set(rec["hallucinations"]) != set(HALLUCINATION_TYPES): raise RowError("needs one hallucination per type")
             hal = {t: _hallucination(**rec["hallucinations"][t]) for t in HALLUCINATION_TYPES}

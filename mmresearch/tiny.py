@@ -69,7 +69,7 @@ def word_tokenizer(words: Iterable[str]): # the vocabulary; case is folded and d
     vocab = {t: i for i, t in enumerate(dict.fromkeys([*SPECIAL_TOKENS, *".,:;?!()'\"-`", *(w.lower() for w in words)]))}
     tok = Tokenizer(WordLevel(vocab, unk_token="<unk>"))
     tok.add_tokens([AddedToken(c, single_word=True, normalized=False) for c in OPTION_LETTERS])  # "B" stays a capital
-    tok.normalizer = normalizers.Lowercase()
+    tok.normalizer = normalizers.Sequence([normalizers.Replace("’", "'"), normalizers.Lowercase()])   # Hal-Eval's "Let’s"
     tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
     tok.decoder = decoders.WordPiece(prefix="##", cleanup=True)  # joins with spaces, tidies spaces before punctuation
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>", bos_token="<s>",

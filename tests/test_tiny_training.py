@@ -13,7 +13,8 @@ SCENE_TASKS = ("hal_study", "mc_study")
 T2I_TASKS = ("vqa_study", "t2i_study")
 
 # state_sha256 of the short run below (torch 1 thread, CPU); re-derive only when the recipe or a task maker changes on purpose
-SHORT_RUN_SHA256 = "8e88ad26bdbc88dbaa18d339ee42ef9291f146a33e7b2e260a8464c7e7cb658b"
+# (last: the Hal-Eval repo wording became the repository script's verbatim text, which the hal_study task asks)
+SHORT_RUN_SHA256 = "f5d8962413745a54d55dad9742c2b16f2a6067f3b7059fc49134dc970ca287a1"
 
 
 def test_study_tasks_train_on_train_split_scenes_only():
