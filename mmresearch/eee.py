@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import __version__
-from .report import MANIFEST, read_json, write_json
+from .report import CI_FLAGS, MANIFEST, read_json, write_json
 
 # %% auto #0
 __all__ = ['EEE_SCHEMA_VERSION', 'EEE_FILE', 'lower_is_better', 'eee_result', 'eee_record', 'write_eee']
@@ -22,8 +22,8 @@ __all__ = ['EEE_SCHEMA_VERSION', 'EEE_FILE', 'lower_is_better', 'eee_result', 'e
 # %% ../nbs/19a_eee.ipynb #58f93134
 EEE_SCHEMA_VERSION = "0.3.0"
 EEE_FILE = "every_eval_ever.json"
-_NOT_BREAKDOWN = {"metric", "value", "ci_low", "ci_high", "n", "n_clusters", "cluster", "call_errors", "ci_method", "level",
-                  "unscored"}
+_NOT_BREAKDOWN = {"metric", "value", "ci_low", "ci_high", "n", "n_clusters", "cluster", "call_errors", "level",
+                  "unscored", *CI_FLAGS}   # CI_FLAGS: columns that describe an interval (method, note, few clusters ...)
 _LOWER_IS_BETTER = re.compile(r"(^|_)(error|errors|failed|unscored|empty|chair|chair_[a-z]+|chairs|chairi|hal|cog|ece|brier|"
                               r"hallucination|hallucinated|hallucination_rate)(_|$)")
 

@@ -8,6 +8,7 @@ import pandas as pd
 import papermill as pm
 
 from mmresearch.eee import EEE_FILE
+from mmresearch.report import CI_FLAGS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT/"tests"/"fixtures"/"eee"/"eval.schema.json").read_text())
@@ -23,6 +24,7 @@ def validate_run(run_dir: Path) -> dict:
     assert len(rec["evaluation_results"]) == len(finite)
     for r, (_, row) in zip(rec["evaluation_results"], finite.iterrows()):
         assert r["metric_config"]["metric_id"] == row.metric and r["score_details"]["score"] == row.value
+        assert not any(f"{c}=" in r["evaluation_result_id"] for c in CI_FLAGS), r["evaluation_result_id"]   # not breakdowns
         if pd.notna(row.get("ci_low")):
             ci = r["score_details"]["uncertainty"]["confidence_interval"]
             assert (ci["lower"], ci["upper"], ci["confidence_level"]) == (row.ci_low, row.ci_high, 0.95) and ci["method"]
