@@ -14,7 +14,7 @@ import random
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -34,13 +34,12 @@ from .scenes import (CATEGORIES, COLORS, NUMBER_WORDS, OPPOSITE_OF, RELATION_PHR
 __all__ = ['T2I_CATEGORIES', 'ATTRIBUTE_CATEGORIES', 'RELATION_PHRASES', 'OPPOSITE', 'EVENT_PHRASES', 'COMPBENCH_FILE_CATEGORIES',
            'DEVIATIONS', 'CATEGORY_DEVIATIONS', 'FOCUS', 'ASPECT', 'JUDGE_MODES', 'PROTOCOLS', 'JUDGE_FAILURES',
            'VQASCORE_QUESTION', 'max_score', 'check_category', 'Thing', 'PromptSpec', 'T2IPrompt', 'make_prompts',
-           'prompt_set', 'compbench_category', 'load_prompts', 'folder_samples', 'generate_images', 'layout',
-           'satisfies', 'applicable_deviations', 'deviate', 'draw_prompt', 'render_prompts', 'NounChunk',
-           'spacy_pipeline', 'noun_chunks', 'attribute_rubric', 'prompt_rubric', 'Question', 'questions_for',
-           'describe_request', 'score_request', 'reask_request', 'InvalidVerdict', 'Verdict', 'parse_score',
-           'parse_verdict', 'JudgeFailure', 'T2IJudge', 'prompt_scores', 'summarize', 'meta_evaluate',
-           'deviation_table', 'colours_in_image', 'palette_judge', 'trust_verdicts', 'vqascore', 'judge_agreement',
-           'judge_verdicts']
+           'prompt_set', 'compbench_category', 'load_prompts', 'folder_samples', 'layout', 'satisfies',
+           'applicable_deviations', 'deviate', 'draw_prompt', 'render_prompts', 'NounChunk', 'spacy_pipeline',
+           'noun_chunks', 'attribute_rubric', 'prompt_rubric', 'Question', 'questions_for', 'describe_request',
+           'score_request', 'reask_request', 'InvalidVerdict', 'Verdict', 'parse_score', 'parse_verdict',
+           'JudgeFailure', 'T2IJudge', 'prompt_scores', 'summarize', 'meta_evaluate', 'deviation_table',
+           'colours_in_image', 'palette_judge', 'trust_verdicts', 'vqascore', 'judge_agreement', 'judge_verdicts']
 
 # %% ../nbs/15_t2i_judge.ipynb #a4e7505c
 T2I_CATEGORIES = ("color", "shape", "texture", "spatial", "spatial_3d", "action", "numeracy", "complex")
@@ -239,29 +238,6 @@ def folder_samples(prompts: str | Path | Sequence[T2IPrompt], # a prompts file, 
             raise FileNotFoundError(f"prompt {p.id!r}: no image found (looked for {', '.join(str(c) for c in cands[:3])}"
                                     f"{' ...' if len(cands) > 3 else ''})")
         out.append(Sample(p.id, ImageRef(found), "generated", {"prompt": p.text, "category": p.category}))
-    return out
-
-# %% ../nbs/15_t2i_judge.ipynb #57589821
-def generate_images(prompts: Sequence[T2IPrompt],
-                    pipeline: Any, # a diffusers pipeline (or any callable returning `.images`), or a local model folder
-                    out_dir: str | Path, # where `<id>.png` files are written
-                    seed: int = 0,
-                    **kwargs) -> list[Sample]: # passed to the pipeline call (num_inference_steps, height, ...)
-    "Generate, save and return one image per prompt with a seeded generator per prompt."
-    import torch
-    if isinstance(pipeline, (str, Path)):
-        try: from diffusers import DiffusionPipeline
-        except ImportError as e: raise ImportError("generate_images: loading a pipeline by path needs `diffusers` (pip install diffusers)") from e
-        if not Path(pipeline).is_dir(): raise FileNotFoundError(f"generate_images: local pipeline folder not found: {pipeline}")
-        pipeline = DiffusionPipeline.from_pretrained(str(pipeline), local_files_only=True)
-    out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
-    out = []
-    for p in prompts:
-        g_seed = int(stable_hash([seed, p.id], 8), 16)
-        result = pipeline(p.text, generator=torch.Generator("cpu").manual_seed(g_seed), **kwargs)
-        path = out_dir/f"{p.id}.png"
-        result.images[0].save(path)
-        out.append(Sample(p.id, ImageRef(path), "generated", {"prompt": p.text, "category": p.category, "generator_seed": g_seed}))
     return out
 
 # %% ../nbs/15_t2i_judge.ipynb #2f69692a
