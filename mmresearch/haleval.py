@@ -15,7 +15,7 @@ from .core import Request, Sample, read_jsonl, stable_hash, user
 from .metrics import metrics_by, probability_report, wide_table
 from .generation import yes_probabilities
 from .parsing import answer_columns, read_rows
-from .registry import scorer
+from .registry import paired_items, scorer
 
 # %% auto #0
 __all__ = ['HALLUCINATION_TYPES', 'PROMPTS', 'CAPTION_AS_WRITTEN', 'prompt_hash', 'disc_question', 'disc_items',
@@ -138,6 +138,10 @@ def score_disc(rows, # a JSONL path, or dicts with sample_id, caption_type, answ
     table = disc_metrics(df, n_boot=n_boot, seed=seed)
     return {"policy": policy, "n": len(df), "n_missing_answers": int(df.error.notna().sum()),
             "metrics": table.drop(columns=["policy"]).to_dict(orient="records")}
+
+# %% ../nbs/12_haleval.ipynb #96ce6b12
+paired_items("haleval_disc", ["domain", "sample_id", "caption_type", "caption"], cluster=["domain", "sample_id"],
+             label="label", pred="pred", parse_ok="parse_ok")
 
 # %% ../nbs/12_haleval.ipynb #6fa8f4fb
 def write_predictions(rows: pd.DataFrame, # output of `run_discriminative`

@@ -22,7 +22,7 @@ from .cache import CachedModel
 from .core import ImageRef, Request, Response, stable_hash, user
 from .parsing import final_answer
 from .metrics import cluster_bootstrap_sums, mcnemar, mean_ci, percentile_ci
-from .registry import scorer
+from .registry import paired_items, scorer
 
 # %% auto #0
 __all__ = ['LETTERS', 'ROTATION_OFFSET', 'MMBENCH_PROMPT', 'HINT_LINE', 'REQUIRED_TSV_COLUMNS', 'EXTRACTOR_PROMPT', 'STEPS',
@@ -677,6 +677,9 @@ def score_mmbench(input_path: str | Path, # predictions: JSONL, VLMEvalKit xlsx/
                  ) -> dict:
     "CircularEval metrics of a predictions file (rules then seeded random choice; no LLM extractor), as JSON."
     return score_predictions(input_path, none_letter=none_letter, seed=seed, n_boot=n_boot, questions=questions, protocols=protocols)[0]
+
+# %% ../nbs/14_mmbench.ipynb #dd1eebdf
+paired_items("mmbench", ["domain", "index", "question", "options", "image"], correct="circular", file="items.parquet")
 
 # %% ../nbs/14_mmbench.ipynb #16f295ac
 _VLMEVAL_REFUSALS = ("Sorry, I can't help with images of people yet.", "I can't process this file.",

@@ -20,7 +20,7 @@ from .datasets import pope_split_from_name, read_json_records
 from .metrics import metrics_by, probability_report, wide_table
 from .generation import yes_probabilities
 from .parsing import PARSERS, answer_columns
-from .registry import scorer
+from .registry import paired_items, scorer
 from .protocols import protocol_table
 from .repope import load_repope, relabel, relabel_counts, repope_difference
 from .scenes import Scene
@@ -419,3 +419,7 @@ def score_pope(input_path: str | Path | Iterable[dict], # POPE answer file (JSON
         table = protocol_table(df, split="category", cluster="image" if df.image.notna().all() else None, n_boot=n_boot, seed=seed)
         result["protocols"] = [{k: (_json_num(v) if isinstance(v, float) else v) for k, v in r.items()} for r in table.to_dict("records")]
     return result
+
+# %% ../nbs/13_pope.ipynb #475b2e1d
+paired_items("pope", ["domain", "split", "question_id", "question"], cluster=["domain", "sample_id"],
+             label="label", pred="parsed", parse_ok="parse_ok")

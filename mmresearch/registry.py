@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import importlib
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
 # %% auto #0
-__all__ = ['SCORERS', 'DOMAINS', 'STUDY_DOMAINS', 'FINDINGS', 'scorer', 'domain', 'finding_for', 'declared', 'scorer_names',
-           'get_scorer', 'get_domain', 'get_finding', 'check_domain']
+__all__ = ['SCORERS', 'DOMAINS', 'STUDY_DOMAINS', 'FINDINGS', 'PAIRED', 'scorer', 'domain', 'finding_for', 'declared',
+           'scorer_names', 'get_scorer', 'get_domain', 'get_finding', 'PairedItems', 'paired_items', 'get_paired',
+           'check_domain']
 
 # %% ../nbs/00a_registry.ipynb #ae573d77
 SCORERS: dict[str, Callable[..., dict]] = {}   # scorer name -> scorer(predictions_path, **options) -> JSON-safe dict
@@ -46,11 +48,11 @@ def finding_for(notebook: str): # the experiment notebook's name without .ipynb,
 
 
 # %% ../nbs/00a_registry.ipynb #ed38c40b
-def declared(kind: str # "scorer", "domain" or "finding_for"
+def declared(kind: str # "scorer", "domain", "finding_for" or "paired_items"
             ) -> dict[str, str]:
-    "Names declared with `@kind(...)` in the package's modules, each mapped to its module's import name."
+    "Names declared with `@kind(...)` (or a call `kind(...)` at the start of a line) in the package's modules, each mapped to its module's import name."
     import mmresearch
-    pattern = re.compile(rf"^@{kind}\(\s*[\"']([^\"']+)[\"']", re.M)
+    pattern = re.compile(rf"^@?{kind}\(\s*[\"']([^\"']+)[\"']", re.M)
     found = {}
     for folder in mmresearch.__path__:
         for f in sorted(Path(folder).glob("*.py")):
@@ -79,6 +81,43 @@ def get_finding(notebook: str) -> Callable | None:
     "The finding declared for the experiment notebook `notebook`, its module imported on first use; None when none is."
     return _lookup(FINDINGS, "finding_for", notebook) if notebook in FINDINGS or notebook in declared("finding_for") else None
 
+
+# %% ../nbs/00a_registry.ipynb #e92e9cb6
+@dataclass(frozen=True)
+class PairedItems:
+    "Where a study's per-item results are and which of their columns pair two runs' items."
+    item: tuple[str, ...] # columns that together name an item; equal in two runs = the same question
+    cluster: tuple[str, ...] = () # columns naming the item's cluster (rows resampled together); (): items independent
+    correct: str | None = None # column: was the item answered right (True/False; missing = not scored)
+    label: str | None = None # yes/no studies: the gold column ...
+    pred: str | None = None # ... and the prediction column (missing = unparsed); every binary metric is compared
+    parse_ok: str | None = None # column of parse flags (`metrics.binary_codes`), if the study records them
+    error: str | None = "error" # column of call errors: those rows are not scored
+    file: str = "samples.parquet" # the run's file holding one row per item
+    unparsed: str = "exclude" # a row without a prediction: "exclude" or "wrong" (`metrics.binary_codes`)
+
+PAIRED: dict[str, PairedItems] = {}   # experiment notebook name -> its paired items
+
+def _columns(v) -> tuple[str, ...]: return (v,) if isinstance(v, str) else tuple(v or ())
+
+def paired_items(notebook: str, # the experiment notebook's name without .ipynb, e.g. "pope"
+                 item: str | Iterable[str], # column(s) naming an item
+                 cluster: str | Iterable[str] = (), # column(s) naming its cluster; (): items independent
+                 **fields) -> PairedItems: # the other fields of `PairedItems`
+    "Declare how the runs of `notebook` pair their items (the generic summary's paired tests); returns the declaration."
+    d = PairedItems(_columns(item), _columns(cluster), **fields)
+    if not d.item: raise ValueError(f"paired_items({notebook!r}): name at least one item column")
+    if (d.correct is None) == (d.label is None or d.pred is None):
+        raise ValueError(f"paired_items({notebook!r}): give either correct= or both label= and pred=")
+    old = PAIRED.get(notebook)
+    if old is not None and old != d: raise ValueError(f"paired_items {notebook!r} is already declared as {old}")
+    PAIRED[notebook] = d
+    return d
+
+def get_paired(notebook: str) -> PairedItems | None:
+    "The paired items declared for the experiment notebook `notebook`, its module imported on first use; None when none is."
+    if notebook not in PAIRED and notebook in (where := declared("paired_items")): importlib.import_module(where[notebook])
+    return PAIRED.get(notebook)
 
 # %% ../nbs/00a_registry.ipynb #3d17c614
 def check_domain(study: str, # a scorer name

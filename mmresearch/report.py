@@ -14,6 +14,7 @@ import os
 import random
 import re
 import tempfile
+from itertools import combinations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -23,20 +24,21 @@ import pandas as pd
 from .batchcheck import batch_invariance_html, batch_invariance_runs_html
 from .cache import PROCESS_STATS
 from .core import ImageRef, canonical_json
-from .registry import finding_for, get_finding
+from .registry import PairedItems, finding_for, get_finding, get_paired
 
 # %% auto #0
 __all__ = ['MANIFEST', 'SPAN_COLOURS', 'NO_SCRIPT_META', 'SWEEP_FILE', 'CI_FLAGS', 'FEW_CLUSTERS_MARK', 'FRACTION_RATES',
-           'SCORES', 'FINDING_PNG', 'FINDING_JSON', 'COMPARE_PAGE', 'MODEL_KEYS', 'MAIN_METRICS', 'QUIET_KERNEL',
-           'LITERAL_TEXT', 'json_safe', 'json_text', 'write_text_atomic', 'write_json', 'read_json', 'read_manifest',
-           'write_manifest', 'write_csv', 'figure_png', 'show_figure', 'gallery_html', 'examples_gallery',
-           'highlight_spans', 'span_legend', 'notebook_html', 'external_resources', 'flatten', 'manifest_html',
-           'nav_html', 'render_run', 'read_sweep', 'load_sweep', 'few_clusters_marks', 'condition_label',
-           'metric_table', 'plot_metric', 'in_percent', 'unit', 'fmt_ci', 'overall_label', 'Finding', 'varying_keys',
-           'plt_colours', 'disc_finding', 'length_finding', 'mmbench_finding', 'category_finding', 'headline_finding',
-           't2i_finding', 'pope_finding', 'finding', 'write_finding', 'compare_table', 'render_compare',
-           'quiet_progress', 'md_text', 'md_code', 'generic_summary_path', 'literal_text', 'render_summary',
-           'runs_links_html', 'headline_value', 'render_index', 'checked_sweep']
+           'SCORES', 'FINDING_PNG', 'FINDING_JSON', 'COMPARE_PAGE', 'MODEL_KEYS', 'MAIN_METRICS', 'PAIRED_COLUMNS',
+           'QUIET_KERNEL', 'LITERAL_TEXT', 'json_safe', 'json_text', 'write_text_atomic', 'write_json', 'read_json',
+           'read_manifest', 'write_manifest', 'write_csv', 'figure_png', 'show_figure', 'gallery_html',
+           'examples_gallery', 'highlight_spans', 'span_legend', 'notebook_html', 'external_resources', 'flatten',
+           'manifest_html', 'nav_html', 'render_run', 'read_sweep', 'load_sweep', 'few_clusters_marks',
+           'condition_label', 'metric_table', 'plot_metric', 'in_percent', 'unit', 'fmt_ci', 'overall_label', 'Finding',
+           'varying_keys', 'plt_colours', 'disc_finding', 'length_finding', 'mmbench_finding', 'category_finding',
+           'headline_finding', 't2i_finding', 'pope_finding', 'finding', 'write_finding', 'compare_table',
+           'render_compare', 'item_rows', 'paired_comparisons', 'quiet_progress', 'md_text', 'md_code',
+           'generic_summary_path', 'literal_text', 'render_summary', 'runs_links_html', 'headline_value',
+           'render_index', 'checked_sweep']
 
 # %% ../nbs/21_report.ipynb #59129d39
 MANIFEST = "manifest.json"
@@ -671,6 +673,65 @@ def render_compare(sweep_dir: str | Path) -> Path | None:
               f'on their own scale.</p>' + table.to_html(escape=True) + "</body></html>\n")
     return write_text_atomic(sweep_dir/COMPARE_PAGE, page)
 
+
+# %% ../nbs/21_report.ipynb #bff6fa3d
+PAIRED_COLUMNS = ["comparison", "metric", "a", "b", "diff", "ci_low", "ci_high", "p_value", "test", "mde", "n", "n_unscored",
+                  "n_clusters", "few_clusters", "only_a", "only_b"]
+
+def _key(df: pd.DataFrame, cols: Sequence[str]) -> pd.Series:
+    "One text key per row from `cols` (an item or a cluster)."
+    return df[list(cols)].astype(str).agg("\x1f".join, axis=1)
+
+def item_rows(run_dir: str | Path, # a run's folder
+              d: PairedItems # the study's declaration
+             ) -> pd.DataFrame:
+    "The run's items as `d` declares them, indexed by item key: label, pred (None: not scored), parse_ok, cluster."
+    f = Path(run_dir)/d.file
+    if not f.exists(): raise FileNotFoundError(f"{f} does not exist: the study declares its per-item results there (registry.paired_items)")
+    df = pd.read_parquet(f)
+    missing = [c for c in (*d.item, *d.cluster, d.correct, d.label, d.pred) if c and c not in df.columns]
+    if missing: raise ValueError(f"{f}: no column(s) {missing}, which the study declares in paired_items (columns: {list(df.columns)})")
+    key = _key(df, d.item)
+    if key.duplicated().any(): raise ValueError(f"{f}: item {key[key.duplicated()].iloc[0]!r} has several rows; the item columns {list(d.item)} must name one row each")
+    ok = ~(df[d.error].notna() if d.error and d.error in df.columns else pd.Series(False, index=df.index))
+    if d.correct:   # right/wrong as a yes/no answer to a "yes" question: accuracy = share right
+        label, pred = pd.Series("yes", index=df.index), df[d.correct].astype("boolean").map({True: "yes", False: "no"})
+    else: label, pred = df[d.label], df[d.pred]
+    parse_ok = df[d.parse_ok].astype(object).where(ok, None) if d.parse_ok and d.parse_ok in df.columns else None
+    return pd.DataFrame({"label": label.to_numpy(), "pred": pred.astype(object).where(ok & pred.notna(), None).to_numpy(),
+                         "parse_ok": None if parse_ok is None else parse_ok.to_numpy(),
+                         "cluster": (_key(df, d.cluster) if d.cluster else key).to_numpy()}, index=key.to_numpy())
+
+def paired_comparisons(sweep_dir: str | Path # the sweep's report folder
+                      ) -> tuple[pd.DataFrame, list[str]]:
+    "Per pair of finished runs differing in one condition, `compare_conditions` on their shared items (`PAIRED_COLUMNS`); and why pairs got none."
+    from mmresearch.metrics import compare_conditions
+    sweep_dir, info = Path(sweep_dir), read_sweep(sweep_dir)
+    study = Path(str(info.get("notebook", ""))).stem
+    d = get_paired(study)
+    empty = pd.DataFrame(columns=PAIRED_COLUMNS)
+    if d is None: return empty, [f"The study {study!r} declares no paired items (registry.paired_items), so its conditions are compared side by side only."]
+    done = [r for r in info["runs"] if r["status"] in ("ok", "skipped")]
+    keys = [k for k in info.get("grid_keys", []) if len({str(r.get("grid", {}).get(k)) for r in done}) > 1]
+    rows, parts, notes = {}, [], []
+    for a, b in combinations(done, 2):
+        ga, gb = ({k: str(r.get("grid", {}).get(k)) for k in keys} for r in (a, b))
+        differ = [k for k in keys if ga[k] != gb[k]]
+        if len(differ) != 1: continue
+        name = f"{differ[0]}: {ga[differ[0]]} → {gb[differ[0]]}" + "".join(f" ({k}={v})" for k, v in ga.items() if k != differ[0])
+        for r in (a, b):
+            if r["run"] not in rows: rows[r["run"]] = item_rows(sweep_dir/r["run"], d)
+        ra, rb = rows[a["run"]], rows[b["run"]]
+        shared = ra.index.intersection(rb.index).sort_values()
+        if not len(shared): notes.append(f"{name}: the two runs share no item (they asked different questions), so there is no paired test."); continue
+        ia, ib = ra.loc[shared], rb.loc[shared]
+        if (ia.label != ib.label).any(): notes.append(f"{name}: items with the same id have different gold answers, so they are not the same items; no paired test."); continue
+        c = compare_conditions(ia.label, ia.pred, ib.pred, ia.parse_ok, ib.parse_ok, cluster=ia.cluster.to_numpy() if d.cluster else None,
+                               unparsed=d.unparsed)
+        if d.correct: c = c[c.metric == "accuracy"]
+        parts.append(c.assign(comparison=name, only_a=len(ra) - len(shared), only_b=len(rb) - len(shared)))
+    if not parts and not notes: notes.append("No two finished runs differ in one condition only, so there is no paired test.")
+    return (pd.concat(parts, ignore_index=True).reindex(columns=PAIRED_COLUMNS) if parts else empty), notes
 
 # %% ../nbs/21_report.ipynb #f30b75a0
 def quiet_progress() -> None:
