@@ -660,13 +660,25 @@ def _cluster_row_weights(ids: np.ndarray, n_boot: int, seed: int) -> Iterator[np
     for idx in bootstrap_indices(g, n_boot, seed):
         for draws in idx: yield np.bincount(draws, minlength=g)[ids].astype(float)
 
-def _weighted_auc(y: np.ndarray, s: np.ndarray, w: np.ndarray) -> float:
-    "Mann–Whitney AUROC with row weights (ties count one half): Σ w_i w_j [s_i > s_j] over positive i, negative j / (W+ W−)."
-    levels, at = np.unique(s, return_inverse=True)
-    pos = np.bincount(at, weights=w * y, minlength=len(levels))
-    neg = np.bincount(at, weights=w * ~y, minlength=len(levels))
-    den = pos.sum() * neg.sum()
-    return float((pos * (np.cumsum(neg) - neg / 2)).sum() / den) if den > 0 else math.nan
+def _weighted_auc(y: np.ndarray, s: np.ndarray, w: np.ndarray) -> np.ndarray:
+    "Mann–Whitney AUROC with row weights, per row of `w` (b, n) (ties count one half): Σ w_i w_j [s_i > s_j] over positive i, negative j / (W+ W−)."
+    order = np.argsort(s, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(s[order]) != 0])          # first row of each score level, ascending
+    w = np.atleast_2d(w)[:, order]
+    pos, neg = (np.add.reduceat(w * y[order], starts, axis=1),            # integer weights: every sum is exact, in any order
+                np.add.reduceat(w * ~y[order], starts, axis=1))
+    den = pos.sum(1) * neg.sum(1)
+    return _div((pos * (np.cumsum(neg, 1) - neg / 2)).sum(1), den)
+
+def _cluster_auc_boot(y: np.ndarray, s: np.ndarray, ids: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+    "AUROC of each whole-cluster resample (the draws of `_cluster_row_weights`), a block of resamples at a time."
+    g, step, out = int(ids.max()) + 1, max(1, _BLOCK_CELLS // 8 // max(len(ids), 1)), []
+    for idx in bootstrap_indices(g, n_boot, seed):
+        for k in range(0, len(idx), step):
+            part = idx[k:k + step]
+            drawn = np.bincount((part + np.arange(len(part))[:, None] * g).ravel(), minlength=len(part) * g).reshape(len(part), g)
+            out.append(_weighted_auc(y, s, drawn[:, ids].astype(float)))
+    return np.concatenate(out) if out else np.zeros(0)
 
 def auroc(labels, # true class per row: "yes"/"no", bool or 0/1 (positive = yes / True / 1)
           scores, # higher = more likely positive
@@ -685,7 +697,7 @@ def auroc(labels, # true class per row: "yes"/"no", bool or 0/1 (positive = yes 
         ids = cluster_index(cluster, len(y))
         out["n_clusters"] = int(ids.max()) + 1
         if n_boot > 0:
-            lo, hi = percentile_ci(np.array([_weighted_auc(y, s, w) for w in _cluster_row_weights(ids, n_boot, seed)]), level)
+            lo, hi = percentile_ci(_cluster_auc_boot(y, s, ids, n_boot, seed), level)
             out.update(ci_low=float(lo), ci_high=float(hi))
     elif n_boot > 0:
         boot = []

