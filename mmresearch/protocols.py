@@ -62,12 +62,13 @@ def _views(rows: pd.DataFrame, p: YesNoProtocol) -> tuple[np.ndarray, np.ndarray
 
 def _values(counts: np.ndarray, splits: int, aggregate: str) -> dict[str, np.ndarray]:
     "Metric -> (..., splits + 1) values: the 'all' column first, then each split; counts (..., 2, splits, N_CODES)."
-    per = {m: np.stack([metrics_from_counts(counts[..., 1 if m == "accuracy" else 0, s, :])[m][0] for s in range(splits)], -1)
-           for m in PROTOCOL_METRICS}
-    pooled = counts.sum(-2)
+    view = lambda m: 1 if m == "accuracy" else 0                 # accuracy has its own view of unread answers
+    each = [[metrics_from_counts(counts[..., v, s, :]) for s in range(splits)] for v in (0, 1)]   # every metric at once
+    per = {m: np.stack([each[view(m)][s][m][0] for s in range(splits)], -1) for m in PROTOCOL_METRICS}
+    pooled = [metrics_from_counts(counts.sum(-2)[..., v, :]) for v in (0, 1)] if aggregate == "pooled" else None
     out = {}
     for m, v in per.items():
-        if aggregate == "pooled": first = metrics_from_counts(pooled[..., 1 if m == "accuracy" else 0, :])[m][0]
+        if aggregate == "pooled": first = pooled[view(m)][m][0]
         elif aggregate == "split_mean": first = v.mean(-1)
         else: first = np.full(v.shape[:-1], np.nan)
         out[m] = np.concatenate([np.asarray(first)[..., None], v], -1)

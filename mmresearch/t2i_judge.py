@@ -696,10 +696,10 @@ def prompt_scores(rows: pd.DataFrame # the judge's question rows (several judges
                   ) -> pd.DataFrame:
     "One row per (judge, mode, sample): mean score and fractional score over scored questions, with counts."
     keep = [c for c in ("faithful", "deviation", "deviation_note", "prompt_id") if c in rows]
-    g = rows.groupby(["judge", "mode", "sample_id"], sort=False)
+    g = rows.assign(_failed=rows.failure.notna()).groupby(["judge", "mode", "sample_id"], sort=False)
     out = g.agg(prompt=("prompt", "first"), category=("category", "first"), score=("score", "mean"),
                 fractional=("fractional", "mean"), n_questions=("question", "size"),
-                n_failed=("failure", lambda f: int(f.notna().sum())), skipped_chunks=("skipped_chunks", "first"),
+                n_failed=("_failed", "sum"), skipped_chunks=("skipped_chunks", "first"),
                 **{c: (c, "first") for c in keep}).reset_index()
     return out
 
