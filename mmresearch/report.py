@@ -727,8 +727,11 @@ def paired_comparisons(sweep_dir: str | Path # the sweep's report folder
         if len(differ) != 1: continue
         name = f"{differ[0]}: {ga[differ[0]]} → {gb[differ[0]]}" + "".join(f" ({k}={v})" for k, v in ga.items() if k != differ[0])
         for r in (a, b):
-            if r["run"] not in rows: rows[r["run"]] = item_rows(sweep_dir/r["run"], d)
+            if r["run"] in rows: continue
+            try: rows[r["run"]] = item_rows(sweep_dir/r["run"], d)
+            except (FileNotFoundError, ValueError) as e: rows[r["run"]] = None; notes.append(f"Run {r['run']}: {e}; it is left out of the paired tests.")
         ra, rb = rows[a["run"]], rows[b["run"]]
+        if ra is None or rb is None: continue
         shared = ra.index.intersection(rb.index).sort_values()
         if not len(shared): notes.append(f"{name}: the two runs share no item (they asked different questions), so there is no paired test."); continue
         ia, ib = ra.loc[shared], rb.loc[shared]
