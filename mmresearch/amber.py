@@ -20,7 +20,7 @@ from .core import ImageRef, Request, Sample, user
 from .datasets import DataFormatError, LoadStats, dataset_hash
 from .metrics import metrics_by, ratio_ci
 from .parsing import PARSERS, final_answer
-from .registry import scorer
+from .registry import paired_items, scorer
 
 # %% auto #0
 __all__ = ['AMBER_TYPES', 'DIMENSIONS', 'GENERATIVE_QUERY', 'COVER_RULES', 'GEN_COLUMNS', 'GEN_METRICS', 'DISC_PARSERS',
@@ -28,8 +28,8 @@ __all__ = ['AMBER_TYPES', 'DIMENSIONS', 'GENERATIVE_QUERY', 'COVER_RULES', 'GEN_
            'AmberAnnotations', 'parse_amber_annotations', 'load_amber_annotations', 'load_amber_queries', 'AmberVocab',
            'amber_vocab', 'load_amber_vocab', 'load_amber_responses', 'extract_nouns', 'spacy_similarity',
            'judge_description', 'judge_descriptions', 'generative_metrics', 'read_verdicts', 'judge_answers',
-           'discriminative_metrics', 'as_printed', 'score_responses', 'score_amber', 'scene_amber', 'amber_questions',
-           'run_amber', 'vocab_for', 'write_responses']
+           'discriminative_metrics', 'answer_correct', 'as_printed', 'score_responses', 'score_amber', 'scene_amber',
+           'amber_questions', 'run_amber', 'vocab_for', 'write_responses']
 
 # %% ../nbs/16_amber.ipynb #a66c9bae
 AMBER_TYPES: dict[str, str] = {   # annotation type -> what it asks about
@@ -374,6 +374,13 @@ def discriminative_metrics(rows: pd.DataFrame, # output of `judge_answers`
                       parse_failure_rate=per_group(t.xs("parse_failure_rate", level="metric").value))[
         ["group", "metric", "value", "ci_low", "ci_high", "n", "call_errors", "excluded", "parse_failure_rate"]]
 
+# %% ../nbs/16_amber.ipynb #aef24ec0
+def answer_correct(rows: pd.DataFrame # output of `judge_answers`
+                  ) -> pd.Series:
+    "Per answer, right (True) or wrong (False; an unreadable answer is wrong); <NA> for a failed call or an answer a policy excluded."
+    right = (rows.parsed == rows.truth).astype("boolean")
+    return right.mask(rows.error.notna() | rows.excluded.astype(bool), pd.NA)
+
 # %% ../nbs/16_amber.ipynb #70899995
 def _counts(rows: pd.DataFrame, kinds: Sequence[str]) -> dict[str, int]:
     g = rows[rows.kind.isin(kinds) & rows.error.isna() & ~rows.excluded.astype(bool)]
@@ -599,3 +606,6 @@ def write_responses(responses: pd.DataFrame, # id and response (None for a faile
     recs = [{"id": int(i), "response": r if isinstance(r, str) else None} for i, r in sorted(zip(responses.id, responses.response))]
     Path(path).write_text(json.dumps(recs, indent=1, ensure_ascii=False), encoding="utf-8")
     return Path(path)
+
+# %% ../nbs/16_amber.ipynb #8b35e064
+paired_items("amber", ["sample_id", "id", "query"], cluster="sample_id", correct="correct")

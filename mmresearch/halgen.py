@@ -25,6 +25,7 @@ from .core import Message, Request, Sample, stable_hash, user
 from .parsing import final_yes_no
 from .metrics import ObjectVocab, bleu4, chair, correlation_table, mean_ci, ratio_ci, rouge_l, wide_table
 from .claims import extract_claims, judge as scene_judge
+from .registry import paired_items
 from .scenes import HAL_TYPES, NUMBER_WORDS, REGIONS, Scene
 
 # %% auto #0
@@ -32,7 +33,7 @@ __all__ = ['LENGTH_PROMPTS', 'COVERAGE', 'SCENE_SYNONYMS', 'EASYVQA_SYNONYMS', '
            'SFT_STEPS', 'CHAIR_MATCHINGS', 'SIGNALS', 'TRUTHS', 'length_prompt', 'describe', 'ClaimCheck', 'Judgement',
            'DescriptionJudge', 'claim_span', 'domain_vocab', 'ExactJudge', 'HalContent', 'HalVerdict', 'parse_verdict',
            'LLMJudge', 'read_types', 'SFTJudge', 'judge_rows', 'chair_matching_used', 'add_signals', 'run_generative',
-           'gen_metrics', 'metrics_wide', 'rate_by_length', 'plot_rate_vs_length', 'agreement_table',
+           'gen_metrics', 'metrics_wide', 'clean_verdicts', 'rate_by_length', 'plot_rate_vs_length', 'agreement_table',
            'load_human_labels', 'human_agreement', 'sft_records', 'judge_verdicts', 'write_chair_input']
 
 # %% ../nbs/13_halgen.ipynb #c4d1a864
@@ -474,6 +475,16 @@ def gen_metrics(rows: pd.DataFrame, # output of `run_generative` / `judge_rows`
 def metrics_wide(table: pd.DataFrame, index: Sequence[str] = ("domain", "length_prompt", "max_new_tokens"), digits: int = 1) -> pd.DataFrame:
     "One row per length condition, one column per metric, each cell 'value [low, high]'."
     return wide_table(table, index, digits)
+
+# %% ../nbs/13_halgen.ipynb #dffae275
+def clean_verdicts(rows: pd.DataFrame, # judged rows (`judge_rows`)
+                   judge: str = "exact" # the judge's column prefix
+                  ) -> pd.Series:
+    "Per description: True when `judge` found no hallucination, False when it found one, <NA> without a description or a verdict."
+    ok = rows.error.isna() & rows[f"{judge}_ok"].astype(bool)
+    return (rows[f"{judge}_hallucinated"] == 0).astype("boolean").where(ok, pd.NA)
+
+paired_items("haleval_gen", ["domain", "sample_id", "clean_judge"], correct="clean")
 
 # %% ../nbs/13_halgen.ipynb #9353eb51
 def rate_by_length(rows: pd.DataFrame, judge: str = "exact",
