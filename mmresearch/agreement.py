@@ -11,7 +11,7 @@ from typing import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from .metrics import auroc, bootstrap_indices, cluster_bootstrap_sums, cluster_index, cluster_totals, percentile_ci
+from .metrics import N_BOOT, auroc, bootstrap_indices, cluster_bootstrap_sums, cluster_index, cluster_totals, percentile_ci
 
 # %% auto #0
 __all__ = ['LEVELS', 'JUDGE_TABLE_COLUMNS', 'cohen_kappa', 'krippendorff_alpha', 'agreement', 'paired_difference', 'judge_table',
@@ -136,7 +136,7 @@ def _boot(stats: np.ndarray, finish: Callable[[np.ndarray], np.ndarray], cluster
 def agreement(data, # (judges × units) verdicts or scores; None / NaN where a judge gave no verdict
               level: str = "nominal", # nominal | ordinal | interval
               cluster=None, # cluster id per unit (the sample / image / prompt units share); None: units are independent
-              n_boot: int = 1000, seed: int = 0, ci: float = 0.95) -> dict:
+              n_boot: int = N_BOOT, seed: int = 0, ci: float = 0.95) -> dict:
     "Cohen's κ (two judges, nominal) or Krippendorff's α with a clustered interval, and the counts behind it."
     d, present = _matrix(data)
     if d.shape[0] < 2: raise ValueError(f"agreement needs at least two judges, got {d.shape[0]}")
@@ -153,7 +153,7 @@ def agreement(data, # (judges × units) verdicts or scores; None / NaN where a j
 # %% ../nbs/11b_agreement.ipynb #b05eba52
 def paired_difference(a, b, # two judges' numeric verdicts on the same units; NaN: no verdict
                       cluster=None, # cluster id per unit; None: units are independent
-                      n_boot: int = 1000, seed: int = 0, ci: float = 0.95) -> dict:
+                      n_boot: int = N_BOOT, seed: int = 0, ci: float = 0.95) -> dict:
     "mean(b) − mean(a) over the units both judged: a, b, diff, ci_low, ci_high, p_value, n, n_clusters."
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape: raise ValueError(f"judge a has {a.size} verdicts but judge b has {b.size}")
@@ -195,7 +195,7 @@ def judge_table(verdicts: pd.DataFrame, # one row per judge × unit × group: ju
                 reference: str | None = None, # the judge the others are compared with; None: the first judge
                 scale: float = 1.0, # multiplies means and differences (100: percent)
                 identities: Mapping[str, Mapping] | None = None, # judge -> {fingerprint, prompt_sha256}
-                n_boot: int = 1000, seed: int = 0, ci: float = 0.95) -> pd.DataFrame:
+                n_boot: int = N_BOOT, seed: int = 0, ci: float = 0.95) -> pd.DataFrame:
     "Per group: each judge's headline, agreement among the judges (κ or α), each judge's paired difference from the reference."
     need = {"judge", "unit", "cluster", "group", "value"}
     if missing := sorted(need - set(verdicts.columns)): raise KeyError(f"judge_table: verdicts lack columns {missing}")
@@ -242,7 +242,7 @@ def _pair_wins(truth: np.ndarray, s: np.ndarray) -> np.ndarray:
 def paired_auroc(truth, # 1 / 0 per unit (positive = 1)
                  a, b, # two judges' scores per unit; NaN: not scored
                  cluster=None, # cluster id per unit; None: units are independent
-                 n_boot: int = 1000, seed: int = 0, ci: float = 0.95) -> dict:
+                 n_boot: int = N_BOOT, seed: int = 0, ci: float = 0.95) -> dict:
     "AUROC of a and of b over the units both scored, and b − a with a clustered interval: a, b, diff, ci_low, ci_high, p_value, n, n_clusters."
     y, a, b = (np.asarray(x, dtype=float) for x in (truth, a, b))
     if not y.shape == a.shape == b.shape: raise ValueError(f"truth, a and b have {y.size}, {a.size} and {b.size} values")
@@ -273,7 +273,7 @@ def paired_auroc(truth, # 1 / 0 per unit (positive = 1)
 # %% ../nbs/11b_agreement.ipynb #4a3e7956
 def auroc_table(verdicts: pd.DataFrame, # `judge_table`'s verdicts with a `truth` column (1 / 0 per unit)
                 reference: str | None = None, # the judge the others are compared with; None: the first judge
-                n_boot: int = 1000, seed: int = 0, ci: float = 0.95) -> pd.DataFrame:
+                n_boot: int = N_BOOT, seed: int = 0, ci: float = 0.95) -> pd.DataFrame:
     "Per group: each judge's AUROC against the truth and its paired AUROC difference from the reference, as judge-table rows."
     if "truth" not in verdicts: raise KeyError("auroc_table: verdicts have no 'truth' column")
     judges = list(dict.fromkeys(verdicts.judge))

@@ -18,7 +18,7 @@ import pandas as pd
 from .cache import CachedModel
 from .core import ImageRef, Request, Sample, user
 from .datasets import DataFormatError, LoadStats, dataset_hash
-from .metrics import metrics_by, ratio_ci
+from .metrics import N_BOOT, metrics_by, ratio_ci
 from .parsing import PARSERS, final_answer
 from .registry import paired_items, scorer
 
@@ -302,7 +302,7 @@ GEN_METRICS = {"chair": ("n_hallucinated", "n_mentions"), "cover": ("n_covered",
                "hal": ("hallucinating", "one"), "cog": ("n_cog", "n_hallu")}
 
 def generative_metrics(rows: pd.DataFrame, # output of `judge_descriptions`
-                       n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+                       n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     "Tidy CHAIR, Cover, Hal, Cog (%) and mean length (words) with bootstrap CIs over descriptions."
     d = rows.assign(hallucinating=(rows.n_hallucinated > 0).astype(float), one=1.0)
     out = []
@@ -362,7 +362,7 @@ def _unparsed_rule(rows: pd.DataFrame) -> str:
 
 def discriminative_metrics(rows: pd.DataFrame, # output of `judge_answers`
                            cluster: str | None = None, # column whose values are resampled together (e.g. the image)
-                           n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+                           n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     "Tidy table per AMBER dimension: group, metric, value, ci_low, ci_high, n, plus call_errors, excluded and parse_failure_rate."
     stacked = pd.concat([rows[rows.kind.isin(kinds)].assign(group=g) for g, kinds in DIMENSIONS.items()], ignore_index=True)
     t = metrics_by(stacked, "group", positive="no", label="truth", pred="parsed", unparsed=_unparsed_rule(rows),
@@ -439,7 +439,7 @@ def score_responses(responses: pd.DataFrame, # id, response (output of `load_amb
                     parser: str = "amber", policy: str | None = None,
                     similar: Callable[[str, str], bool] | None = None,
                     cluster: Mapping[int, str] | None = None, # query id -> image, to resample an image's questions together
-                    seed: int = 0, n_boot: int = 1000,
+                    seed: int = 0, n_boot: int = N_BOOT,
                     cover_rule: str = "amber") -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     "(result dict, generative rows, discriminative rows) for responses to AMBER-format questions."
     if cover_rule not in COVER_RULES: raise ValueError(f"unknown cover_rule {cover_rule!r}; choose one of {COVER_RULES}")
@@ -474,7 +474,7 @@ def score_amber(input_path: str | Path | Iterable[dict], # AMBER response file [
                 vocab: str | Path | None = None, # relation.json; default: beside the annotations
                 parser: str = "amber", # "amber" (exact "Yes"/"No", AMBER's rule), "final" or "pope"
                 policy: str | None = None, # unreadable yes/no answers: None (wrong, as AMBER), negative, positive, exclude
-                seed: int = 0, n_boot: int = 1000, # bootstrap CIs
+                seed: int = 0, n_boot: int = N_BOOT, # bootstrap CIs
                 similar: Callable[[str, str], bool] | None = None, # near-synonym test (`spacy_similarity`); None: lists only
                 cover_rule: str = "amber" # "amber" (AMBER's figures) or "distinct" (objects once; see `judge_description`)
                ) -> dict:

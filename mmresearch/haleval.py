@@ -12,7 +12,7 @@ import pandas as pd
 
 from .cache import CachedModel
 from .core import Request, Sample, read_jsonl, stable_hash, user
-from .metrics import metrics_by, probability_report, wide_table
+from .metrics import N_BOOT, metrics_by, probability_report, wide_table
 from .generation import yes_probabilities
 from .parsing import answer_columns, read_rows
 from .registry import paired_items, scorer
@@ -101,7 +101,7 @@ def pair_rows(rows: pd.DataFrame) -> pd.DataFrame:
 
 def disc_metrics(rows: pd.DataFrame, # output of `run_discriminative` (several conditions may be stacked)
                  by: Sequence[str] = ("domain", "pair_type"), # grouping columns; condition columns are added when present
-                 n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+                 n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
     "Tidy metrics table per group: metric, value, ci_low, ci_high, n, n_clusters, cluster (what is resampled), call_errors."
     by = [c for c in ("prompt_variant", "cot", "policy") if c in rows.columns] + list(by)
     return metrics_by(pair_rows(rows), by, pooled="pair_type" if "pair_type" in by else None,  # "all": every balanced pair pooled
@@ -114,7 +114,7 @@ def metrics_wide(table: pd.DataFrame, index: Sequence[str] = ("domain", "pair_ty
 # %% ../nbs/12_haleval.ipynb #f05a5c7c
 def disc_probability_metrics(rows: pd.DataFrame, # output of `run_discriminative(..., score_yes=True)`
                              by: Sequence[str] = ("domain", "pair_type"), n_bins: int = 10,
-                             n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+                             n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     "Per group and type (plus 'all' pairs pooled): AUROC and ECE of P(yes) with CIs, Brier, n, n_unscored, n_clusters (by sample)."
     if "p_yes" not in rows: raise KeyError("disc_probability_metrics: rows have no p_yes column; run run_discriminative(..., score_yes=True)")
     by = [c for c in ("prompt_variant", "cot", "policy") if c in rows.columns] + list(by)
@@ -126,7 +126,7 @@ def disc_probability_metrics(rows: pd.DataFrame, # output of `run_discriminative
 @scorer("haleval-disc", domains=("in_domain", "easyvqa", "photos", "haleval_in_domain", "haleval_out_of_domain"))
 def score_disc(rows, # a JSONL path, or dicts with sample_id, caption_type, answer, and optionally label, domain
                policy: str = "exclude", # unparseable answers: negative, positive or exclude
-               seed: int = 0, n_boot: int = 1000) -> dict:
+               seed: int = 0, n_boot: int = N_BOOT) -> dict:
     "Hal-Eval discriminative metrics per domain and hallucination type for predictions made elsewhere."
     df = read_rows(rows, ("sample_id", "caption_type", "answer"), "haleval-disc")
     bad = sorted(set(df.caption_type) - {"true", *HALLUCINATION_TYPES})
@@ -188,7 +188,7 @@ def score_chair(rows, # a JSONL path, a CHAIR tool output JSON, or dicts with ca
                 vocab: str = "coco", # ours: "coco" or a JSON file {class: [synonyms]}; tool: "coco" or a synonyms.txt
                 matching: str = "ours", # "ours" (`metrics.chair`) or "tool" (the standard CHAIR tool's, `chair_tool`)
                 coco: str | None = None, # COCO's folder (annotations/captions_val2014.json, instances_val2014.json): the truth of rows with image_id and no objects
-                seed: int = 0, n_boot: int = 1000) -> dict:
+                seed: int = 0, n_boot: int = N_BOOT) -> dict:
     "CHAIR_i, CHAIR_s, object recall and mean length with CIs for captions made elsewhere, by our matching or the tool's."
     from mmresearch.metrics import chair, chair_metrics
     from mmresearch.chair_tool import ChairTool, score, tool_metrics
@@ -225,7 +225,7 @@ def score_chair(rows, # a JSONL path, a CHAIR tool output JSON, or dicts with ca
 
 # %% ../nbs/12_haleval.ipynb #f377f8fd
 def compare_disc(rows_a: pd.DataFrame, rows_b: pd.DataFrame, # two runs of `run_discriminative` on the same samples
-                 n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+                 n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
     "Paired comparison of two conditions per hallucination type: a, b, diff, CI, p-value, test, mde, n, n_clusters, cluster."
     from mmresearch.metrics import compare_conditions
     key = ["sample_id", "caption_type"]

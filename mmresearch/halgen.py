@@ -23,7 +23,7 @@ from .cache import CachedModel
 from .afha import SFT_QUESTIONS, image_name, sft_conversation
 from .core import Message, Request, Sample, stable_hash, user
 from .parsing import final_yes_no
-from .metrics import ObjectVocab, bleu4, chair, correlation_table, mean_ci, ratio_ci, rouge_l, wide_table
+from .metrics import N_BOOT, ObjectVocab, bleu4, chair, correlation_table, mean_ci, ratio_ci, rouge_l, wide_table
 from .claims import extract_claims, judge as scene_judge
 from .registry import paired_items
 from .scenes import HAL_TYPES, NUMBER_WORDS, REGIONS, Scene
@@ -447,7 +447,7 @@ def run_generative(samples: Sequence[Sample], model: CachedModel,
 def gen_metrics(rows: pd.DataFrame, # output of `run_generative` / `judge_rows`
                 judge: str = "exact", # the judge's column prefix
                 by: Sequence[str] = ("domain", "length_prompt", "max_new_tokens"),
-                n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+                n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
     "Tidy table per group: metric, value, ci_low, ci_high, n, call_errors, judge_failures."
     by, out = list(by), []
     for key, g in rows.groupby(by, sort=True, dropna=False):
@@ -489,7 +489,7 @@ paired_items("haleval_gen", ["domain", "sample_id", "clean_judge"], correct="cle
 # %% ../nbs/13_halgen.ipynb #9353eb51
 def rate_by_length(rows: pd.DataFrame, judge: str = "exact",
                    edges: Sequence[float] = (0, 10, 20, 40, 80, math.inf), # bin edges: [lo, hi)
-                   by: Sequence[str] = ("domain",), n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+                   by: Sequence[str] = ("domain",), n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
     "Per group and length bin: bin, mean_length, rate (%), ci_low, ci_high, n."
     ok = rows[rows.error.isna() & rows[f"{judge}_ok"].astype(bool)]
     bins = pd.cut(ok.length.astype(float), list(edges), right=False)
@@ -529,7 +529,7 @@ TRUTHS = {"hallucinated": "exact_hallucinated", "n_hallucinated": "exact_n_hallu
 def agreement_table(rows: pd.DataFrame,
                     truths: Mapping[str, str] = TRUTHS, # truth name -> column
                     signals: Mapping[str, tuple[str, str]] = SIGNALS, # signal name -> (column, expected sign); absent columns skipped
-                    ci: str = "fisher", n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+                    ci: str = "fisher", n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
     "Pearson, Spearman and Kendall of each signal against each truth: signal, truth, method, r, p_value, CI, n."
     parts = []
     for sname, (col, sign) in signals.items():
@@ -571,7 +571,7 @@ def load_human_labels(path: str | Path) -> pd.DataFrame:
 def human_agreement(rows: pd.DataFrame, labels: pd.DataFrame, # from `load_human_labels`
                     signals: Mapping[str, tuple[str, str]] = {**SIGNALS, "exact judge": ("exact_hallucinated", "+"),
                                                               "exact judge (count)": ("exact_n_hallucinated", "+")},
-                    ci: str = "fisher", n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+                    ci: str = "fisher", n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
     "The agreement table of every signal against human labels (joined on sample_id and any key columns they have)."
     keys = [c for c in ("sample_id", "length_prompt", "max_new_tokens") if c in labels.columns]
     if rows.duplicated(keys).any():

@@ -119,7 +119,7 @@ def _check_level(level: float):
 
 
 def bootstrap_indices(n: int, # rows in the data
-                      n_boot: int = 1000, # number of resamples
+                      n_boot: int = N_BOOT, # number of resamples
                       seed: int = 0 # seeds NumPy's default generator
                      ) -> Iterator[np.ndarray]:
     "Blocks of resampled row indices, int32 arrays of shape (b, n), b summing to n_boot."
@@ -130,7 +130,7 @@ def bootstrap_indices(n: int, # rows in the data
 
 def bootstrap_counts(codes: np.ndarray, # small non-negative integer code per row
                      n_codes: int, # codes are < n_codes
-                     n_boot: int = 1000, seed: int = 0,
+                     n_boot: int = N_BOOT, seed: int = 0,
                      cluster=None # cluster id per row: resample whole clusters (see below); None: rows are independent
                     ) -> np.ndarray:
     "(n_boot, n_codes) counts of each code in each bootstrap resample."
@@ -183,7 +183,7 @@ def cluster_totals(values, # (n,) or (n, k) per-row values
     return np.stack([np.bincount(ids, weights=v[:, j], minlength=g) for j in range(v.shape[1])], -1)
 
 def cluster_bootstrap_sums(totals: np.ndarray, # (G, k) per-cluster totals, from `cluster_totals`
-                           n_boot: int = 1000, seed: int = 0) -> np.ndarray:
+                           n_boot: int = N_BOOT, seed: int = 0) -> np.ndarray:
     "(n_boot, k) column totals of each resample that draws G clusters with replacement, all rows of each."
     totals = np.asarray(totals, dtype=float)
     g, out = len(totals), []
@@ -576,7 +576,7 @@ def compare_conditions(label, # gold answers, shared by both conditions
 # %% ../nbs/11_metrics.ipynb #e003a13c
 def ratio_ci(num, # per-sample numerator
              den, # per-sample denominator
-             n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+             n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95,
              cluster=None # cluster id per sample: resample whole clusters
             ) -> dict:
     "sum(num) / sum(den) with a percentile-bootstrap CI over samples (or clusters): value, ci_low, ci_high, n (= sum(den))."
@@ -591,7 +591,7 @@ def ratio_ci(num, # per-sample numerator
         lo, hi = (float(x) for x in percentile_ci(boot, level))
     return {"value": value, "ci_low": lo, "ci_high": hi, "n": n}
 
-def mean_ci(x, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+def mean_ci(x, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95,
             cluster=None # cluster id per value: resample whole clusters
            ) -> dict:
     "Mean of `x` with a percentile-bootstrap CI: value, ci_low, ci_high, n."
@@ -626,7 +626,7 @@ def _boot_corr(method: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def correlation(x, y, # paired values (e.g. an automatic metric and the truth)
                 method: str = "pearson", # one of `CORRELATIONS`
                 ci: str = "fisher", # "fisher" or "bootstrap"
-                n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+                n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> dict:
     "Correlation with p-value and CI: method, r, p_value, ci_low, ci_high, ci_method, n."
     if method not in CORRELATIONS: raise ValueError(f"unknown correlation {method!r}; choose one of {CORRELATIONS}")
     if ci not in ("fisher", "bootstrap"): raise ValueError(f"unknown ci {ci!r}; choose 'fisher' or 'bootstrap'")
@@ -649,7 +649,7 @@ def correlation(x, y, # paired values (e.g. an automatic metric and the truth)
         lo, hi = percentile_ci(boot, level); out.update(ci_low=float(lo), ci_high=float(hi))
     return out
 
-def correlation_table(x, y, ci: str = "fisher", n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+def correlation_table(x, y, ci: str = "fisher", n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     "Pearson, Spearman and Kendall of (x, y), one row each."
     return pd.DataFrame([correlation(x, y, m, ci, n_boot, seed, level) for m in CORRELATIONS])
 
@@ -682,7 +682,7 @@ def _cluster_auc_boot(y: np.ndarray, s: np.ndarray, ids: np.ndarray, n_boot: int
 
 def auroc(labels, # true class per row: "yes"/"no", bool or 0/1 (positive = yes / True / 1)
           scores, # higher = more likely positive
-          n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+          n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95,
           cluster=None # cluster id per row: resample whole clusters (`n_clusters` is added); None: rows independent
          ) -> dict:
     "Area under the ROC curve with a percentile-bootstrap CI: value, ci_low, ci_high, n."
@@ -731,7 +731,7 @@ def reliability_table(labels, # true class per row: "yes"/"no", bool or 0/1
     return out.assign(gap=out.mean_prob - out.share_positive)
 
 def calibration(labels, probs, # as in `reliability_table`
-                n_bins: int = 10, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                n_bins: int = 10, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95,
                 cluster=None # cluster id per row: resample whole clusters (`n_clusters` is added)
                ) -> dict:
     "Expected calibration error with a percentile-bootstrap CI, and the Brier score: ece, ece_low, ece_high, brier, n."
@@ -754,7 +754,7 @@ def probability_report(df: pd.DataFrame, # one row per question
                        label: str = "label", # gold answer column ("yes"/"no")
                        prob: str = "p_yes", # predicted P(yes) column; NaN where the model gave none
                        cluster: str | None = None, # column of cluster ids resampled together
-                       n_bins: int = 10, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+                       n_bins: int = 10, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     "Per group: auroc, auroc_low, auroc_high, ece, ece_low, ece_high, brier, n (scored rows), n_unscored (+ n_clusters, cluster)."
     by = list(by)
     missing = [c for c in [*by, label, prob, *([cluster] if cluster else [])] if c not in df.columns]
@@ -914,7 +914,7 @@ def chair(captions: Sequence[str], # generated captions
     return pd.DataFrame(rows, columns=CHAIR_COLUMNS)
 
 def chair_metrics(per_caption: pd.DataFrame, # the output of `chair`
-                  n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+                  n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     "Tidy CHAIR_i, CHAIR_s, recall (%) and mean length (words) with bootstrap CIs over captions."
     d, ones = per_caption, np.ones(len(per_caption))
     parts = {"chair_i": (d.n_hallucinated, d.n_mentions, 100), "chair_s": ((d.n_hallucinated > 0), ones, 100),

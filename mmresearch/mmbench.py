@@ -21,7 +21,7 @@ import pandas as pd
 from .cache import CachedModel
 from .core import ImageRef, Request, Response, stable_hash, user
 from .parsing import final_answer
-from .metrics import cluster_bootstrap_sums, mcnemar, mean_ci, percentile_ci
+from .metrics import N_BOOT, cluster_bootstrap_sums, mcnemar, mean_ci, percentile_ci
 from .registry import paired_items, scorer
 
 # %% auto #0
@@ -413,7 +413,7 @@ def item_results(answers: pd.DataFrame) -> pd.DataFrame:
 
 # %% ../nbs/14_mmbench.ipynb #b5bd92ac
 def accuracy_table(items: pd.DataFrame, # `item_results` rows
-                   n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+                   n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
     "Tidy table: circular and vanilla accuracy (%) with bootstrap 95% CIs (items resampled), overall, per category and L2 category."
     groups = [("overall", "all", items)]
     for col in ("category", "l2_category"):
@@ -469,7 +469,7 @@ def circular_eval(items: Sequence[MCItem], # base items (rotation 0)
                   none_letter: str = "Z", tries: int = 3,
                   seed: int = 0, # seeds extractor retries, the random fallback and the bootstrap
                   template: str = MMBENCH_PROMPT, max_new_tokens: int = 64,
-                  n_boot: int = 1000) -> CircularResult:
+                  n_boot: int = N_BOOT) -> CircularResult:
     "Ask every circular pass of every item, extract the chosen letters, and score circular and vanilla accuracy."
     if not isinstance(model, CachedModel): raise TypeError("the model must be a CachedModel: every call goes through the cache")
     seen = set()
@@ -484,7 +484,7 @@ def circular_eval(items: Sequence[MCItem], # base items (rotation 0)
 def score_passes(passes: Sequence[MCItem], # circular passes
                  responses: Sequence[Response], # the answers to them, in order
                  extractor: CachedModel | None = None, none_letter: str = "Z", tries: int = 3, seed: int = 0,
-                 n_boot: int = 1000,
+                 n_boot: int = N_BOOT,
                  **provenance) -> CircularResult: # extra JSON-serialisable fields for the metrics dict (model, prompt hash, ...)
     "Extraction chain, per-item results and metrics for passes that have already been answered."
     answers = extract_choices(passes, responses, extractor, none_letter, tries, seed)
@@ -644,7 +644,7 @@ def score_predictions(src: str | Path | pd.DataFrame, # predictions: JSONL, VLME
                       extractor: CachedModel | None = None, # LLM extractor through the cache; None: rules then random
                       none_letter: str = "Z", tries: int = 3,
                       seed: int = 0, # seeds the random fallback, the extractor's retry sampling and the bootstrap
-                      n_boot: int = 1000,
+                      n_boot: int = N_BOOT,
                       questions: str | Path | None = None, # MMBench question TSV: gold answers, options, categories by index
                       protocols: bool = False, # also grade as VLMEvalKit and lmms-eval do (`mc_protocol_table`)
                       ) -> tuple[dict, pd.DataFrame]:
@@ -672,7 +672,7 @@ def score_mmbench(input_path: str | Path, # predictions: JSONL, VLMEvalKit xlsx/
                   questions: str | Path | None = None, # MMBench question TSV to join on index (needed for LLaVA's answers)
                   none_letter: str = "Z",
                   seed: int = 0, # seeds the random fallback letter (answers no rule decides) and the bootstrap CIs
-                  n_boot: int = 1000,
+                  n_boot: int = N_BOOT,
                   protocols: bool = False # also grade as VLMEvalKit and lmms-eval do, with paired differences from ours
                  ) -> dict:
     "CircularEval metrics of a predictions file (rules then seeded random choice; no LLM extractor), as JSON."
@@ -708,7 +708,7 @@ def vlmevalkit_choice(text: str, # a model's answer
 # %% ../nbs/14_mmbench.ipynb #53229d44
 def mc_parser_sensitivity(passes: Sequence[MCItem], # the passes that were answered
                           answers: pd.DataFrame, # `extract_choices` rows for them: our chain's reading
-                          n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+                          n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
     "Ours vs VLMEvalKit-style exact matching: per chain and metric, accuracy with CI, agreement (%), diff from ours with paired CI, McNemar p."
     by_id = {p.index: p for p in passes}
     if missing := sorted(set(answers.pass_id) - set(by_id)):
@@ -813,7 +813,7 @@ def _item_hits(passes: dict[int, MCItem], answers: pd.DataFrame, protocol: str) 
 # %% ../nbs/14_mmbench.ipynb #53807897
 def mc_protocol_table(passes: Sequence[MCItem], # the passes that were asked
                       answers: pd.DataFrame, # `mmbench.extract_choices` rows for them: our reading
-                      n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+                      n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     "Per protocol (ours, VLMEvalKit, lmms-eval) and metric (circular, vanilla): accuracy (%) with CI over items and its paired difference from ours."
     by_id = {p.index: p for p in passes}
     ours = item_results(answers).set_index("index")[["circular", "vanilla"]].astype(float)

@@ -255,7 +255,7 @@ def vlmevalkit_yes_no(text: str # a model's answer
 PARSERS["vlmevalkit"] = vlmevalkit_yes_no
 
 # %% ../nbs/10_parsing.ipynb #99dd2693
-from .metrics import binary_report, compare_conditions, cluster_index
+from .metrics import N_BOOT, binary_report, compare_conditions, cluster_index
 
 @dataclass(frozen=True)
 class Chain:
@@ -274,7 +274,7 @@ def parser_sensitivity(rows: pd.DataFrame, # one row per answer: raw text (None 
                        cluster: str | None = None, # column whose rows are resampled together (image, sample_id)
                        question: str | None = None, # column of questions, shown to an extractor
                        extractor: Any = None, # a `CachedModel`, for chains with policy "reask"
-                       metrics: Sequence[str] = ("accuracy", "f1"), n_boot: int = 1000, seed: int = 0
+                       metrics: Sequence[str] = ("accuracy", "f1"), n_boot: int = N_BOOT, seed: int = 0
                       ) -> pd.DataFrame:
     "Per chain and metric: value and CI, agreement (%) with the first chain, diff from it with paired CI and p-value."
     if not chains: raise ValueError("parser_sensitivity needs at least one chain")

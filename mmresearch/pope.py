@@ -17,7 +17,7 @@ import pandas as pd
 from .cache import CachedModel
 from .core import Request, Sample, stable_hash, user
 from .datasets import pope_split_from_name, read_json_records
-from .metrics import metrics_by, probability_report, wide_table
+from .metrics import N_BOOT, metrics_by, probability_report, wide_table
 from .generation import yes_probabilities
 from .parsing import PARSERS, answer_columns
 from .registry import paired_items, scorer
@@ -183,7 +183,7 @@ def run_pope(samples: Sequence[Sample], # annotated samples, or samples from `da
 # %% ../nbs/13_pope.ipynb #939a3357
 def pope_metrics(rows: pd.DataFrame, # output of `run_pope` (several runs may be stacked)
                  by: Sequence[str] = ("split",), # grouping columns, e.g. ("domain", "split")
-                 n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                 n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95,
                  cluster: str | None = "image" # column whose questions are resampled together; None: each question alone
                 ) -> pd.DataFrame:
     "Tidy table per group: metric, value, ci_low, ci_high, n, n_clusters, cluster, call_errors (values in %)."
@@ -200,7 +200,7 @@ def pope_wide(table: pd.DataFrame, index: Sequence[str] = ("split",), digits: in
 # %% ../nbs/13_pope.ipynb #08d7de8e
 def pope_probability_metrics(rows: pd.DataFrame, # output of `run_pope(..., score_yes=True)`
                              by: Sequence[str] = ("split",), n_bins: int = 10,
-                             n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                             n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95,
                              cluster: str | None = "image" # column resampled together; None: each question alone
                             ) -> pd.DataFrame:
     "Per group: AUROC and ECE of P(yes) with CIs, Brier, n (scored), n_unscored, n_clusters, cluster; an 'all' row pools the splits."
@@ -342,7 +342,7 @@ def _truth_by_question_file(questions, labels) -> dict:
 # %% ../nbs/13_pope.ipynb #e932e96a
 def repope_result(rows: pd.DataFrame, # scored POPE answers: category (the split), image, question, label, parsed, parse_ok, error
                   folder: str | Path, # RePOPE's annotations folder
-                  n_boot: int = 1000, seed: int = 0) -> dict:
+                  n_boot: int = N_BOOT, seed: int = 0) -> dict:
     "The answers against RePOPE's labels: what RePOPE changed, its metrics per split, and the paired difference from POPE."
     rows = relabel(rows, load_repope(folder), split="category")
     kept = rows[rows.repope_label.notna()].assign(label=lambda t: t.repope_label)
@@ -364,7 +364,7 @@ def score_pope(input_path: str | Path | Iterable[dict], # POPE answer file (JSON
                questions: str | Path | Iterable[dict] | None = None, # LLaVA-style question file: `question_id` -> `category`
                repope: str | Path | None = None, # RePOPE's annotations folder: also score against its corrected labels
                protocols: bool = False, # also score as POPE's script, LLaVA, VLMEvalKit and lmms-eval do (`protocols.POPE_PROTOCOLS`)
-               seed: int = 0, n_boot: int = 1000, # bootstrap CIs
+               seed: int = 0, n_boot: int = N_BOOT, # bootstrap CIs
                extractor: CachedModel | None = None # answer extractor, for policy "reask"
               ) -> dict:
     "POPE metrics (%) of an answer file, overall, per category and averaged over categories, as a JSON-serialisable dict."

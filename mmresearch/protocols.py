@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from .metrics import (N_CODES, binary_codes, cluster_bootstrap_sums, cluster_index, cluster_totals,
+from .metrics import (N_BOOT, N_CODES, binary_codes, cluster_bootstrap_sums, cluster_index, cluster_totals,
                                 metrics_from_counts, percentile_ci)
 from .parsing import pope_yes_no, vlmevalkit_verdict
 
@@ -78,7 +78,7 @@ def _values(counts: np.ndarray, splits: int, aggregate: str) -> dict[str, np.nda
 def protocol_table(rows: pd.DataFrame, # one row per answer: label, raw (None: failed call), parsed, parse_ok, and the split
                    protocols: Sequence[YesNoProtocol] = POPE_PROTOCOLS, # the first is the reference
                    split: str = "split", cluster: str | None = "image", # column names; cluster None: each answer alone
-                   n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+                   n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     "Per protocol, split ('all' first) and metric: value (%) with CI, and its paired difference from the first protocol."
     missing = [c for c in ("label", "raw", "parsed", split) + ((cluster,) if cluster else ()) if c not in rows.columns]
     if missing: raise KeyError(f"protocol_table: no column(s) {missing} (columns: {list(rows.columns)})")

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .datasets import POPE_SPLITS, pope_object, read_json_records
-from .metrics import (N_CODES, binary_codes, cluster_bootstrap_sums, cluster_index, cluster_totals,
+from .metrics import (N_BOOT, N_CODES, binary_codes, cluster_bootstrap_sums, cluster_index, cluster_totals,
                                 metrics_from_counts, percentile_ci)
 
 # %% auto #0
@@ -92,7 +92,7 @@ def _code_columns(g: pd.DataFrame, pred: str, parse_ok: str | None) -> np.ndarra
 def repope_difference(rows: pd.DataFrame, # output of `relabel` with predictions
                       by: str = "split", pred: str = "parsed", parse_ok: str | None = "parse_ok", # column names
                       cluster: str | None = "image", # rows resampled together; None: each question alone
-                      n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+                      n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     "POPE and RePOPE value of each metric (%), their difference (points) with a paired clustered CI, over all and per split."
     scored = rows[rows.error.isna()] if "error" in rows.columns else rows
     out = []

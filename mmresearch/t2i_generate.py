@@ -20,7 +20,7 @@ from PIL import Image
 from .cache import cache_key
 from .core import ImageRef, Sample, redact, secret_values, stable_hash
 from .generation import MODEL_FILES, folder_hash
-from .metrics import mean_ci
+from .metrics import N_BOOT, mean_ci
 from .t2i_judge import T2I_CATEGORIES, T2IPrompt
 
 # %% auto #0
@@ -156,7 +156,7 @@ def generate_cached(prompts: Sequence[T2IPrompt],
 
 # %% ../nbs/15a_t2i_generate.ipynb #a658ee4d
 def rank_generators(per_prompt: pd.DataFrame, # one row per (generator, prompt): generator, category, prompt_id, fractional
-                    n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+                    n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     "Per category (and 'all'): each generator's mean, CI, rank, and paired difference from the best with its CI."
     need = {"generator", "category", "prompt_id", "fractional"} - set(per_prompt.columns)
     if need: raise ValueError(f"rank_generators: per_prompt lacks the columns {sorted(need)}")

@@ -25,7 +25,7 @@ from .cache import CachedModel, ResponseCache, cache_key
 from .core import ImageRef, Message, Request, Response, Sample, stable_hash, user
 from .parsing import final_answer
 from .datasets import IMAGE_SUFFIXES, DataFormatError
-from .metrics import auroc, correlation, mean_ci
+from .metrics import N_BOOT, auroc, correlation, mean_ci
 from .rendering import render
 from .scenes import (CATEGORIES, COLORS, NUMBER_WORDS, OPPOSITE_OF, RELATION_PHRASE, SIZES, TEXTURES, Event,
                                Scene, SceneObject, relation_holds)
@@ -703,7 +703,7 @@ def prompt_scores(rows: pd.DataFrame # the judge's question rows (several judges
                 **{c: (c, "first") for c in keep}).reset_index()
     return out
 
-def summarize(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+def summarize(rows: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     "Per (judge, mode, category) and overall: mean fractional score with CI, mean score, and failure counts."
     per, out = prompt_scores(rows), []
     for (judge, mode), g in per.groupby(["judge", "mode"], sort=False):
@@ -718,7 +718,7 @@ def summarize(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0, level: floa
 
 # %% ../nbs/15_t2i_judge.ipynb #7f40eecf
 def meta_evaluate(rows: pd.DataFrame, # judge rows of rendered samples (meta `faithful`)
-                  n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+                  n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     "Spearman, Kendall and AUROC of per-prompt fractional scores against the truth, per judge, mode and category."
     per = prompt_scores(rows)
     if "faithful" not in per: raise ValueError("meta_evaluate needs rows with the truth column 'faithful' (rendered samples)")
@@ -736,7 +736,7 @@ def meta_evaluate(rows: pd.DataFrame, # judge rows of rendered samples (meta `fa
             out.append(row)
     return pd.DataFrame(out)
 
-def deviation_table(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+def deviation_table(rows: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
     "Per judge, mode, category and deviation kind: mean fractional score, and AUROC against the category's faithful pictures."
     per, out = prompt_scores(rows).dropna(subset=["fractional"]), []
     for (judge, mode, cat), g in per.groupby(["judge", "mode", "category"], sort=False):

@@ -27,3 +27,25 @@ def test_a_run_uses_n_boot_unless_its_params_override_it(tmp_path):
         pm.execute_notebook(str(EXP/"smoke.ipynb"), str(tmp_path/"out.ipynb"), parameters=params, progress_bar=False,
                             kernel_name="python3", extra_arguments=QUIET_KERNEL)
         assert json.loads((out/"manifest.json").read_text())["study"]["n_boot"] == expected
+
+
+def test_every_library_function_resamples_n_boot_times_by_default():
+    """One place sets the default: every function of the package with an `n_boot` parameter defaults to
+    `metrics.N_BOOT` (they said 1000 while the studies passed N_BOOT), written as the name, not a number."""
+    import importlib
+    import inspect
+    import pkgutil
+    import re
+    import mmresearch
+    found = {}
+    for m in pkgutil.iter_modules(mmresearch.__path__):
+        if m.name.startswith("_"): continue
+        mod = importlib.import_module(f"mmresearch.{m.name}")
+        assert not re.search(r"n_boot: int = \d", Path(mod.__file__).read_text()), f"{m.name}: a literal n_boot default"
+        for name, fn in inspect.getmembers(mod, inspect.isfunction):
+            if fn.__module__ == mod.__name__ and "n_boot" in (ps := inspect.signature(fn).parameters):
+                found[f"{m.name}.{name}"] = ps["n_boot"].default
+    assert len(found) > 40 and {"metrics.bootstrap_indices", "metrics.mean_ci", "pope.score_pope", "amber.score_amber"} <= set(found)
+    # None is no count: eee.eee_result records how many resamples were behind an interval (None: not known)
+    wrong = {k: v for k, v in found.items() if v not in (inspect.Parameter.empty, None) and v != N_BOOT}
+    assert wrong == {}, wrong
