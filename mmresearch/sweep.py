@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import fcntl
+import functools
 import importlib.metadata
 import itertools
 import os
@@ -34,9 +35,10 @@ from .report import (MANIFEST, QUIET_KERNEL, SWEEP_FILE, generic_summary_path, r
 __all__ = ['SPEC_KEYS', 'RESERVED', 'MAX_FAILED_SHARE', 'MAX_YAML_NODES', 'PACKAGE_DATA', 'OUTPUTS', 'LOCK_FILE', 'PACKAGES',
            'THREAD_VARS', 'EXECUTORS', 'OWNER_FILE', 'SweepSpec', 'param_types', 'read_yaml', 'load_params', 'Cell',
            'run_name', 'check_secrets', 'expand_grid', 'select_cells', 'notebook_hash', 'module_refs', 'module_closure',
-           'code_fingerprint', 'data_hash', 'cell_fingerprint', 'package_data_hash', 'sources_current', 'RunResult',
-           'folder_lock', 'failed_calls_problem', 'run_performance', 'run_job', 'git_info', 'package_versions',
-           'thread_budget', 'set_env', 'execute_local', 'execute_dask', 'SweepResult', 'is_current', 'run_sweep']
+           'code_fingerprint', 'data_hash', 'cell_fingerprint', 'package_data_hash', 'sources_current', 'data_current',
+           'RunResult', 'folder_lock', 'failed_calls_problem', 'run_performance', 'run_job', 'git_info',
+           'package_versions', 'thread_budget', 'set_env', 'execute_local', 'execute_dask', 'SweepResult', 'is_current',
+           'run_sweep']
 
 # %% ../nbs/20_sweep.ipynb #bbde0ad3
 SPEC_KEYS = ("name", "description", "notebook", "fixed", "grid", "cells", "data", "headline", "summary", "max_failed_share")
@@ -364,6 +366,21 @@ def sources_current(study: dict) -> bool:
             if not folder.is_dir() or folder_hash(folder, tuple(s["patterns"])) != s["sha256"]: return False
     return True
 
+@functools.lru_cache(maxsize=256)
+def _file_sha256(path: str, mtime_ns: int, size: int) -> str:
+    "A file's SHA-256, hashed once per sweep for each version of it (a sweep's cells often read one large file)."
+    from mmresearch.datasets import file_sha256
+    return file_sha256(Path(path))
+
+def data_current(study: dict) -> bool:
+    "Whether every benchmark file a run read (`study.dataset.params.file_sha256`: path -> SHA-256) still has those bytes."
+    recorded = (((study.get("dataset") or {}).get("params") or {}).get("file_sha256") or {})
+    for path, sha in recorded.items():
+        try: st = Path(path).stat()
+        except OSError: return False
+        if _file_sha256(str(path), st.st_mtime_ns, st.st_size) != sha: return False
+    return True
+
 # %% ../nbs/20_sweep.ipynb #2374e653
 OUTPUTS = ("run.ipynb", "samples.parquet", "metrics.csv")
 LOCK_FILE = ".lock"
@@ -579,7 +596,7 @@ def is_current(run_dir: Path, fingerprint: dict) -> bool:
     try: m = read_manifest(run_dir)
     except ValueError: return False
     return (m.get("status") == "ok" and m.get("fingerprint") == fingerprint and all((run_dir/f).exists() for f in OUTPUTS)
-            and sources_current(m.get("study") or {}))
+            and sources_current(m.get("study") or {}) and data_current(m.get("study") or {}))
 
 def run_sweep(params_path: str | Path, # the params file
               workers: int = 2, # cells run at once
