@@ -16,8 +16,10 @@ import os
 import queue
 import random
 import re
+import string
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import timezone
 from pathlib import Path
@@ -33,9 +35,9 @@ from .parsing import ends_in_reasoning, final_answer
 
 # %% auto #0
 __all__ = ['SCRIPTS', 'CONTINUOUS_FAMILIES', 'MODEL_KINDS', 'Model', 'ScriptedModel', 'to_openai_messages',
-           'classify_openai_error', 'retry_after_s', 'NoLogprobs', 'ChatTransport', 'OpenAIChatModel',
-           'torchvision_usable', 'NoVideoProcessor', 'image_only_processor_class', 'load_processor', 'DecodeRow',
-           'DecodeBatch', 'HFModel', 'tiny_model_path', 'parse_model_spec', 'load_model']
+           'classify_openai_error', 'retry_after_s', 'NoLogprobs', 'chat_body_bytes', 'ChatTransport',
+           'OpenAIChatModel', 'torchvision_usable', 'NoVideoProcessor', 'image_only_processor_class', 'load_processor',
+           'DecodeRow', 'DecodeBatch', 'HFModel', 'tiny_model_path', 'parse_model_spec', 'load_model']
 
 # %% ../nbs/02_models.ipynb #6f0e92c8
 @runtime_checkable
@@ -160,6 +162,29 @@ def _parse_completion(body: dict, latency_s: float, options: tuple[str, ...] = (
                     option_probs=_option_probs(choice, options) if options else None)
 
 # %% ../nbs/02_models.ipynb #4e1705ec
+_BASE64_CHARS = (string.ascii_letters + string.digits + "+/=").encode()
+
+def _splicable(url: str) -> bool:
+    "Whether `url` is a base64 data URL in which JSON escapes nothing (then it can be spliced in as it is)."
+    head, sep, data = url.partition(";base64,")
+    return bool(sep) and url.isascii() and head.startswith("data:") and head.isprintable() and '"' not in head \
+        and "\\" not in head and not data.encode().translate(None, _BASE64_CHARS)
+
+def chat_body_bytes(body: dict) -> bytes:
+    """`json.dumps(body).encode()`, with each base64 image URL spliced in rather than scanned by the encoder: a 50 kB
+    image's URL cost 0.35 ms to encode, a third of the client's CPU per request."""
+    token, urls = f"@image-{uuid.uuid4().hex}-", []
+    def swap(part):
+        url = part.get("image_url", {}).get("url") if part.get("type") == "image_url" and isinstance(part.get("image_url"), dict) else None
+        if not (isinstance(url, str) and _splicable(url)): return part
+        urls.append(url)
+        return {**part, "image_url": {**part["image_url"], "url": f"{token}{len(urls) - 1}@"}}
+    messages = [{**m, "content": [swap(p) for p in m["content"]]} if isinstance(m.get("content"), list) else m
+                for m in body.get("messages", [])]
+    text = json.dumps({**body, "messages": messages} if "messages" in body else body)
+    for k, url in enumerate(urls): text = text.replace(f'"{token}{k}@"', f'"{url}"', 1)
+    return text.encode()
+
 class ChatTransport:
     """POSTs chat-completions bodies over one aiohttp session (up to `limit` kept-alive connections); failures are raised
     as the `openai` client's own errors, so classification, Retry-After and messages are the client's."""
@@ -187,7 +212,7 @@ class ChatTransport:
         "The decoded JSON reply to `body`; a non-2xx status raises `openai.APIStatusError`, a lost connection `APIConnectionError`."
         import aiohttp, httpx2, openai
         try:
-            async with self._session.post(self.url, data=json.dumps(body).encode()) as resp:
+            async with self._session.post(self.url, data=chat_body_bytes(body)) as resp:
                 status, headers, data = resp.status, list(resp.headers.items()), await resp.read()
         except aiohttp.ClientError as e:
             raise openai.APIConnectionError(message=f"Connection error: {type(e).__name__}: {e}", request=httpx2.Request("POST", self.url)) from None
