@@ -190,7 +190,7 @@ class ChatTransport:
     as the `openai` client's own errors, so classification, Retry-After and messages are the client's."""
     def __init__(self,
                  base_url: str | None, # None: the `openai` client's default (OPENAI_BASE_URL, else OpenAI)
-                 api_key: str,
+                 api_key: str, # sent as the bearer token (any text for a server that needs none)
                  limit: int): # connections open at once
         self.base_url, self.api_key, self.limit = base_url, api_key, limit
 
@@ -202,7 +202,9 @@ class ChatTransport:
         self.url = str(self._client.base_url).rstrip("/") + "/chat/completions"
         headers = {k: v for k, v in {**self._client.default_headers, **self._client.auth_headers}.items() if isinstance(v, str)}
         # trust_env off, as in the client's own aiohttp transport: with it on, every request looks up proxies and .netrc in a thread
-        self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self.limit), headers=headers)
+        # no timeout of the session's own (its default is 5 minutes): the caller bounds each attempt with its timeout_s
+        self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self.limit), headers=headers,
+                                              timeout=aiohttp.ClientTimeout(total=None))
         return self
 
     async def __aexit__(self, *exc) -> None:
