@@ -88,8 +88,8 @@ def test_a_benchmark_file_changed_in_place_is_never_served_a_stale_run(tmp_path)
     from test_mmbench_official import TSV
     tsv = tmp_path/"data"/"MMBench_DEV_EN.tsv"; tsv.parent.mkdir(); shutil.copy(TSV, tsv)
     (tmp_path/"settings.ini").write_text("[DEFAULT]\n")
-    p = write(tmp_path/"params"/"mmb.yaml", "name: mmb_stale\nnotebook: " + str(SMOKE.parent/"mmbench.ipynb") +
-              f"\nfixed: {{domain: mmbench_tsv, data: '{tsv}', n_items: 0, n_boot: 20, model: 'scripted:letter_a'}}\n")
+    p = write(tmp_path/"params"/"mmb.yaml", "name: mmb_stale\nnotebook: " + str(SMOKE.parent/"mmbench.ipynb") +   # the file
+              "\nfixed: {domain: mmbench_tsv, data: data/MMBench_DEV_EN.tsv, n_items: 0, n_boot: 20, model: 'scripted:letter_a'}\n")  # by a path relative to the project
     kw = dict(workers=1, reports_dir=tmp_path/"reports", cache_path=tmp_path/"c.sqlite", progress=False)
     first = run_sweep(p, **kw)
     assert [r.status for r in first.runs] == ["ok"], first.describe()
@@ -99,4 +99,4 @@ def test_a_benchmark_file_changed_in_place_is_never_served_a_stale_run(tmp_path)
     third = run_sweep(p, **kw)
     assert [r.status for r in third.runs] == ["ok"], third.describe()                 # not "skipped" with the old results
     recorded = read_manifest(third.sweep_dir/third.runs[0].run)["study"]["dataset"]["params"]["file_sha256"]
-    assert recorded == {str(tsv): file_sha256(tsv)}
+    assert recorded == {"data/MMBench_DEV_EN.tsv": file_sha256(tsv)}
