@@ -296,9 +296,8 @@ class OpenAIChatModel:
             async def one(i: int, r: Request) -> None: emit(i, await self._call(client, sem, r, rng))
             await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
 
-    def generate_stream(self, requests: Sequence[Request],
-                        window_s: float = 0.05) -> Iterator[list[tuple[int, Response]]]: # how long a list stays open after its first answer
-        "Lists of `(index, response)` as calls complete, each the answers that arrived within `window_s` of its first (the event loop runs in a worker thread)."
+    def generate_stream(self, requests: Sequence[Request]) -> Iterator[list[tuple[int, Response]]]:
+        "Lists of `(index, response)` as calls complete: each holds every answer that arrived since the last was taken (the event loop runs in a worker thread)."
         self._api_key()  # fail early, in the caller's thread, if the key is missing
         results: queue.Queue = queue.Queue()
         done = object()
@@ -308,20 +307,17 @@ class OpenAIChatModel:
             finally: results.put(done)
         worker = threading.Thread(target=work, daemon=True)
         worker.start()
-        batch, closes = [], None
-        while True:
-            try: item = results.get(timeout=None if closes is None else max(0.0, closes - time.monotonic()))
-            except queue.Empty:
-                yield batch
-                batch, closes = [], None
-                continue
-            if item is done: break
+        item, batch = results.get(), []
+        while item is not done:
             if isinstance(item, BaseException):
                 message = str(item)
                 if (safe := redact(message)) == message: raise item
                 raise RuntimeError(f"{type(item).__name__}: {safe}") from None  # the original holds a secret: drop it
             batch.append(item)
-            if closes is None: closes = time.monotonic() + window_s
+            try: item = results.get_nowait()   # never waits for more: an answer is held only while the caller is busy
+            except queue.Empty:
+                yield batch
+                item, batch = results.get(), []
         if batch: yield batch
         worker.join()
 
