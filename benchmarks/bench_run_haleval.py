@@ -2,10 +2,14 @@
 OpenAI-compatible server (its own process) at a fixed latency with 64 requests in flight, the path a study takes
 (`load_domain` on the benchmark's folder, the questions in the benchmark's words, `CachedModel` over the OpenAI
 backend, parsing). Items/s against the ideal 64 / latency, and the harness's share of the wall time; the median of
-several runs, each with a fresh cache. Prints figures; asserts nothing about time.
+several runs, each with a fresh cache. Since a loaded machine stretches wall times, also the harness's CPU ms per item
+(this process: the HTTP client, the cache, parsing; the fake server's apart), which does not depend on the load, and
+the rate on an idle machine it gives (asking at the ideal or at its CPU time, whichever is longer). Prints figures;
+asserts nothing about time.
 Run: .venv/bin/python benchmarks/bench_run_haleval.py [--runs 3] [--latency 0.2] [--records 400]"""
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -70,11 +74,19 @@ def start_server(latency_s: float) -> tuple[subprocess.Popen, str]:
     return proc, proc.stdout.readline().strip()
 
 
-def timed(run, n_items: int, latency: float) -> tuple[float, float]:
-    "(items/s, harness share) of one run: the share of the wall time beyond the ideal n · latency / 64."
-    t0 = time.perf_counter(); run(); wall = time.perf_counter() - t0
+def process_cpu_s(pid: int) -> float:
+    "User + system CPU seconds a process has used so far."
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(run, n_items: int, latency: float, server_pid: int) -> tuple[float, float, float, float]:
+    "(items/s, harness share, harness CPU s, server CPU s) of one run: the share of the wall time beyond the ideal n · latency / 64."
+    t0, c0, s0 = time.perf_counter(), time.process_time(), process_cpu_s(server_pid)
+    run()
+    wall, cpu, server = time.perf_counter() - t0, time.process_time() - c0, process_cpu_s(server_pid) - s0
     ideal = n_items * latency / IN_FLIGHT
-    return n_items / wall, max(0.0, (wall - ideal) / wall)
+    return n_items / wall, max(0.0, (wall - ideal) / wall), cpu, server
 
 
 def main() -> None:
@@ -102,18 +114,22 @@ def main() -> None:
              lambda samples, m: run_amber(samples, m, max_new_tokens_gen=64)[0])):
             t0 = time.perf_counter(); samples = list(load()); t_load = time.perf_counter() - t0
             n_items = len(ask(samples, CachedModel(model, ResponseCache(tmp/f"count-{name[:5]}.sqlite"))))
-            rates, shares = [], []
+            rates, shares, cpus, servers = [], [], [], []
             for k in range(a.runs):
                 cached = CachedModel(model, ResponseCache(tmp/f"{name[:5]}-{k}.sqlite"))
-                r, s = timed(lambda: ask(samples, cached), n_items, a.latency)
-                rates.append(r); shares.append(s)
+                r, s, c, sv = timed(lambda: ask(samples, cached), n_items, a.latency, proc.pid)
+                rates.append(r); shares.append(s); cpus.append(c); servers.append(sv)
             print(f"{name}: {n_items:,} items; median {statistics.median(rates):,.0f} items/s over {a.runs} runs "
                   f"({', '.join(f'{r:,.0f}' for r in rates)}) = {statistics.median(rates) / ideal:.2f} x the ideal {ideal:,.0f} "
                   f"(goal >= 0.9 x); harness share {statistics.median(shares):.1%}; loading the folder {t_load:.2f} s; "
                   f"{1000 / statistics.median(rates):.1f} s per 1,000 items")
+            cpu = statistics.median(cpus)
+            idle_rate = n_items / max(n_items / ideal, cpu)
+            print(f"  harness CPU {1000 * cpu / n_items:.2f} ms/item (the fake server {1000 * statistics.median(servers) / n_items:.2f} "
+                  f"ms/item in its own process); on an idle machine about {idle_rate:,.0f} items/s = {idle_rate / ideal:.2f} x")
     finally:
         proc.terminate(); proc.wait()
-    print("loadavg:", Path("/proc/loadavg").read_text().strip())
+    print("loadavg:", Path("/proc/loadavg").read_text().strip(), "(2 cores)")
 
 
 if __name__ == "__main__":

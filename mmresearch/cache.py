@@ -278,12 +278,12 @@ class CachedModel:
         return self.batch_check.summary() if self.batch_check else None
 
     def _answers(self, reqs: list[Request]) -> Iterator[list[tuple[int, Response]]]:
-        "Batches of `(index, response)` to store: one per answer from a streaming model, else one per chunk."
+        "Batches of `(index, response)` to store: as a streaming model hands them over, else one per chunk."
         stream = getattr(self.model, "generate_stream", None)
         if stream is not None:
-            answers, t0 = iter(stream(reqs)), time.perf_counter()
-            for j, a in answers:
-                self._timed(t0); yield [(j, a)]; t0 = time.perf_counter()
+            batches, t0 = iter(stream(reqs)), time.perf_counter()
+            for batch in batches:   # every answer that arrived since the last batch
+                self._timed(t0); yield batch; t0 = time.perf_counter()
             self._timed(t0)
             return
         for start in range(0, len(reqs), self.chunk_size):

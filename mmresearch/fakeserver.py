@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import base64
 import email.utils
+import hashlib
 import json
 import math
 import re
@@ -41,7 +42,8 @@ def count_images(body: dict) -> int:
 
 def default_answer(body: dict) -> str:
     "The default reply: echo the last line of the prompt and the number of images seen."
-    return f"echo[{count_images(body)} images]: {request_text(body).strip().splitlines()[-1] if request_text(body).strip() else ''}"
+    text = request_text(body).strip()
+    return f"echo[{count_images(body)} images]: {text.splitlines()[-1] if text else ''}"
 
 # %% ../nbs/02a_fakeserver.ipynb #aee76775
 def first_token_logprobs(probs: dict[str, float], # first-token alternatives and their probabilities
@@ -57,7 +59,7 @@ class FakeChatServer:
     "A threaded OpenAI-compatible chat server on 127.0.0.1 with prompt-driven fault injection."
     def __init__(self,
                  answer: Callable[[dict], str] = default_answer, # maps a request body to the reply text
-                 latency_s: float = 0.0, # added to every request before answering
+                 latency_s: float = 0.0, # every answer leaves this long after its request arrived (its parsing included)
                  require_key: str | None = None, # when set, any other key gets a 401 that echoes the key sent
                  logprobs: Callable[[dict], dict[str, float]] | None = None): # body -> {first token: probability}; None: logprobs unsupported
         self.answer, self.latency_s, self.require_key, self.logprobs = answer, latency_s, require_key, logprobs
@@ -95,12 +97,12 @@ class FakeChatServer:
     def __enter__(self) -> FakeChatServer: return self.start()
     def __exit__(self, *exc) -> None: self.stop()
 
-    def _reply(self, body: dict, auth: str = "") -> tuple[int, bytes, float, dict[str, str]]:
-        "Status, body bytes, delay and extra headers for one request, applying any fault marker in its prompt."
+    def _reply(self, body: dict, auth: str = "", raw: bytes = b"") -> tuple[int, bytes, float, dict[str, str]]:
+        "Status, body bytes, delay and extra headers for one request (`raw`: its bytes, which count its attempts), applying any fault marker in its prompt."
         text = request_text(body)
         with self._lock:
             self.calls += 1
-            key = json.dumps(body, sort_keys=True)
+            key = hashlib.sha256(raw).digest()   # hashing the bytes costs a tenth of re-serialising a body with an image
             self._attempts[key] += 1
             attempt = self._attempts[key]
         delay = self.latency_s
@@ -146,13 +148,15 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None: pass
 
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        arrived = time.monotonic()   # the latency counts from here: the server's own parsing is part of it, not added to it
+        raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = json.loads(raw or b"{}")
         if not self.path.rstrip("/").endswith("/chat/completions"): return self._send(404, b'{"error": {"message": "not found"}}')
         s = self.owner
         with s._lock: s._in_flight += 1; s.max_in_flight = max(s.max_in_flight, s._in_flight)
         try:
-            status, data, delay, headers = s._reply(body, self.headers.get("Authorization", ""))
-            if delay: time.sleep(delay)
+            status, data, delay, headers = s._reply(body, self.headers.get("Authorization", ""), raw)
+            if delay: time.sleep(max(0.0, arrived + delay - time.monotonic()))
         finally:
             with s._lock: s._in_flight -= 1
         with s._lock:
@@ -220,7 +224,7 @@ class _ImagesHandler(_Handler):
 def main(argv: list[str] | None = None) -> None:
     "Serve until interrupted, printing the base URL first."
     p = argparse.ArgumentParser(description="Fake OpenAI-compatible chat server on 127.0.0.1")
-    p.add_argument("--latency", type=float, default=0.0, help="seconds added to every answer")
+    p.add_argument("--latency", type=float, default=0.0, help="seconds from a request's arrival to its answer")
     args = p.parse_args(argv)
     srv = FakeChatServer(latency_s=args.latency).start()
     print(srv.base_url, flush=True)

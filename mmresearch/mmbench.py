@@ -167,7 +167,7 @@ def load_mmbench_tsv(path: str | Path, # an MMBench TSV (real format, base64 ima
     for rec in recs:
         i = _cell(rec, "index")
         if i is not None and i.isdigit(): raw_images.setdefault(int(i), _cell(rec, "image"))
-    decoded: dict[int, bytes] = {}
+    refs: dict[int, ImageRef] = {}   # one per image: its passes share its decoded bytes and content hash
 
     def image_for(idx: int, s: str | None) -> ImageRef:
         if s is None: raise _RowError("missing image")
@@ -176,10 +176,10 @@ def load_mmbench_tsv(path: str | Path, # an MMBench TSV (real format, base64 ima
             owner, s = int(s), raw_images.get(int(s))
             if s is None: raise _RowError(f"image refers to index {owner}, which is not in the file")
             if _is_image_ref(s): raise _RowError(f"image refers to index {owner}, whose image is itself a reference")
-        if owner not in decoded:
-            try: decoded[owner] = _decode_b64(s)
+        if owner not in refs:
+            try: refs[owner] = ImageRef(_decode_b64(s), name=f"{path.name}#index={owner}")
             except ValueError as e: raise _RowError(str(e)) from e
-        return ImageRef(decoded[owner], name=f"{path.name}#index={owner}")
+        return refs[owner]
 
     def parse(rec: Mapping) -> MCItem:
         i = _cell(rec, "index")
@@ -272,21 +272,31 @@ _REFUSAL = re.compile(
     r"(?:tell|determine|determined|answer|answered|say|know|identify|see|help|process|infer|decide)\b"
     r"|\bwithout\s+(?:the|an|any|seeing\s+the)\s+image\b|\bnone\s+of\s+the\s+(?:options|choices|above)\b")
 
+# Under re.I the class [A-Za-z0-9] also matches these four (İ ı ſ K); they are spelled out as one-character lookarounds,
+# since compiling a case-insensitive class costs three times the rest of the pattern (1 ms of 1.3 ms per option text)
+_FOLDS_TO_ASCII = "\u0130\u0131\u017f\u212a"
+_NOT_AFTER = "(?<![A-Za-z0-9])" + "".join(f"(?<!{c})" for c in _FOLDS_TO_ASCII)
+_NOT_BEFORE = "(?![A-Za-z0-9])" + "".join(f"(?!{c})" for c in _FOLDS_TO_ASCII)
+
 def _option_pattern(text: str) -> str:
-    "Regex for an option text as whole words, case-insensitive use."
-    return rf"(?<![A-Za-z0-9]){re.escape(text)}(?![A-Za-z0-9])"
+    "Regex for an option text as whole words in either case: `(?<![A-Za-z0-9])text(?![A-Za-z0-9])` under re.I."
+    return rf"{_NOT_AFTER}(?i:{re.escape(text)}){_NOT_BEFORE}"
 
 @lru_cache(maxsize=1 << 16)
 def _option_regex(text: str) -> re.Pattern:
-    "The compiled, case-insensitive `_option_pattern`: a benchmark has thousands of option texts, more than `re`'s own cache holds."
-    return re.compile(_option_pattern(text), flags=re.I)
+    "The compiled `_option_pattern`: a benchmark has thousands of option texts, more than `re`'s own cache holds."
+    return re.compile(_option_pattern(text))
+
+def _may_match(option: str, text: str) -> bool:
+    "False only when `option` cannot match in `text`: both ASCII and not in it ignoring case (then no regex is compiled)."
+    return not (option.isascii() and text.isascii()) or option.lower() in text.lower()
 
 def _text_matches(text: str, options: Mapping[str, str]) -> list[str]:
     "Letters whose option text stands alone in `text`: as whole words, somewhere not inside a longer option's match."
     spans = {}
     for k, v in options.items():
         t = v.strip().rstrip(".")
-        if t: spans[k] = [m.span() for m in _option_regex(t).finditer(text)]
+        if t: spans[k] = [m.span() for m in _option_regex(t).finditer(text)] if _may_match(t, text) else []
     def inside_longer(s: tuple[int, int], k: str) -> bool:
         return any(a <= s[0] and s[1] <= b and b - a > s[1] - s[0] for j, sp in spans.items() if j != k for a, b in sp)
     return [k for k, sp in spans.items() if any(not inside_longer(s, k) for s in sp)]
@@ -294,7 +304,7 @@ def _text_matches(text: str, options: Mapping[str, str]) -> list[str]:
 def _mask_options(text: str, options: Mapping[str, str]) -> str:
     "`text` with every option text longer than one character replaced by the word 'it', so 'Vitamin C' is not read as C."
     for v in sorted(options.values(), key=len, reverse=True):   # a word, not a blank: 'is a cat' stays 'a' + a word
-        if len(v.strip()) > 1: text = _option_regex(v.strip()).sub(" it ", text)
+        if len(v.strip()) > 1 and _may_match(v.strip(), text): text = _option_regex(v.strip()).sub(" it ", text)
     return text
 
 def rule_choice(text: str, # the model's free-form answer

@@ -141,8 +141,10 @@ def load_mmbench_tsv_domain(n: int | None = None, # keep the first n items of th
     samples = [Sample(str(p.index), p.image, "mmbench_tsv", {"mc": _pass_record(p)}) for p in passes]
     stats = LoadStats(str(path), rows=load.n_rows, loaded=len(samples), skipped=len(load.skipped),
                       problems=[f"{path}: data row {s['row']}: {s['reason']}" for s in load.skipped])
-    params = {"n": n, "items_found": len(load.items), "items": len(items), "passes": len(passes), **how}
-    return Dataset(path.stem, "mmbench_tsv", samples, dataset_hash(path), [str(path)], stats, (), params)
+    sha = dataset_hash(path)
+    params = {"n": n, "items_found": len(load.items), "items": len(items), "passes": len(passes), **how,
+              "file_sha256": {str(path): sha}}   # a sweep re-checks it before reusing the run
+    return Dataset(path.stem, "mmbench_tsv", samples, sha, [str(path)], stats, (), params)
 
 def passes_of(dataset: Dataset) -> list[MCItem]:
     "The circular passes a `mmbench_tsv` dataset's samples carry."

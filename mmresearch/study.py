@@ -34,21 +34,25 @@ class Run:
     models: dict = field(default_factory=dict) # role -> its CachedModel (None: not used)
     study: str = "study" # the study's name: names its results in the Every Eval Ever record
 
-    def backend(self, spec: str):
-        "The model a spec string names, with this run's server URL and key variable for `openai:` specs."
+    def backend(self, spec: str,
+                server: dict | None = None): # {"base_url", "api_key_env"} of a role's own server; None: the run's
+        "The model a spec string names, with this run's (or `server`'s) URL and key variable for `openai:` specs."
         parsed = parse_model_spec(spec)
-        if parsed["kind"] == "openai": parsed.update(base_url=self.base_url, api_key_env=self.api_key_env)
+        if parsed["kind"] == "openai":
+            parsed.update({"base_url": self.base_url, "api_key_env": self.api_key_env} if server is None else
+                          {"base_url": server.get("base_url"), "api_key_env": server.get("api_key_env")})
         return load_model(parsed)
 
     def model(self, spec: str | None, # model spec ("tiny", "scripted:yes", "openai:<name>"); None: this role is not used
               role: str = "model", # what the model does in the study: model, judge, extractor ...; a manifest key
               batch_check: float = 0, # re-ask this many greedy requests (a share, when below 1) at batch size 1; 0: off
-              backend=None # a model object to wrap instead of loading `spec` (a scripted oracle, a custom judge)
+              backend=None, # a model object to wrap instead of loading `spec` (a scripted oracle, a custom judge)
+              server: dict | None = None # this role's own OpenAI-compatible server: {"base_url", "api_key_env"}; None: the run's
              ) -> CachedModel | None:
         "The model for `role`, every call through the run's cache; None when `spec` is None."
         if role in self.models: raise ValueError(f"role {role!r} is already open in this run (with spec {self.specs[role]!r})")
         self.specs[role] = spec
-        self.models[role] = None if spec is None else CachedModel(backend if backend is not None else self.backend(spec),
+        self.models[role] = None if spec is None else CachedModel(backend if backend is not None else self.backend(spec, server),
                                                                  self.cache, batch_check=batch_check, batch_check_seed=self.seed)
         return self.models[role]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import fcntl
+import functools
 import importlib.metadata
 import itertools
 import os
@@ -34,9 +35,10 @@ from .report import (MANIFEST, QUIET_KERNEL, SWEEP_FILE, generic_summary_path, r
 __all__ = ['SPEC_KEYS', 'RESERVED', 'MAX_FAILED_SHARE', 'MAX_YAML_NODES', 'PACKAGE_DATA', 'OUTPUTS', 'LOCK_FILE', 'PACKAGES',
            'THREAD_VARS', 'EXECUTORS', 'OWNER_FILE', 'SweepSpec', 'param_types', 'read_yaml', 'load_params', 'Cell',
            'run_name', 'check_secrets', 'expand_grid', 'select_cells', 'notebook_hash', 'module_refs', 'module_closure',
-           'code_fingerprint', 'data_hash', 'cell_fingerprint', 'package_data_hash', 'sources_current', 'RunResult',
-           'folder_lock', 'failed_calls_problem', 'run_performance', 'run_job', 'git_info', 'package_versions',
-           'thread_budget', 'set_env', 'execute_local', 'execute_dask', 'SweepResult', 'is_current', 'run_sweep']
+           'code_fingerprint', 'data_hash', 'cell_fingerprint', 'package_data_hash', 'sources_current', 'data_current',
+           'RunResult', 'folder_lock', 'failed_calls_problem', 'run_performance', 'run_job', 'git_info',
+           'package_versions', 'thread_budget', 'set_env', 'execute_local', 'execute_dask', 'SweepResult', 'is_current',
+           'run_sweep']
 
 # %% ../nbs/20_sweep.ipynb #bbde0ad3
 SPEC_KEYS = ("name", "description", "notebook", "fixed", "grid", "cells", "data", "headline", "summary", "max_failed_share")
@@ -364,6 +366,23 @@ def sources_current(study: dict) -> bool:
             if not folder.is_dir() or folder_hash(folder, tuple(s["patterns"])) != s["sha256"]: return False
     return True
 
+@functools.lru_cache(maxsize=256)
+def _file_sha256(path: str, mtime_ns: int, size: int) -> str:
+    "A file's SHA-256, hashed once per sweep for each version of it (a sweep's cells often read one large file)."
+    from mmresearch.datasets import file_sha256
+    return file_sha256(Path(path))
+
+def data_current(study: dict,
+                 root: Path | None = None) -> bool: # the folder the run ran in: a relative path is under it
+    "Whether every benchmark file a run read (`study.dataset.params.file_sha256`: path -> SHA-256) still has those bytes."
+    recorded = (((study.get("dataset") or {}).get("params") or {}).get("file_sha256") or {})
+    for path, sha in recorded.items():
+        path = Path(path) if root is None or Path(path).is_absolute() else Path(root)/path
+        try: st = path.stat()
+        except OSError: return False
+        if _file_sha256(str(path), st.st_mtime_ns, st.st_size) != sha: return False
+    return True
+
 # %% ../nbs/20_sweep.ipynb #2374e653
 OUTPUTS = ("run.ipynb", "samples.parquet", "metrics.csv")
 LOCK_FILE = ".lock"
@@ -426,7 +445,7 @@ def run_job(job: dict) -> dict:
     "Execute one cell with papermill (holding its folder's lock), write its manifest and page; returns a `RunResult` as a dict."
     run_dir = Path(job["run_dir"]); run_dir.mkdir(parents=True, exist_ok=True)
     with folder_lock(run_dir, f"run {job['manifest']['run']}"):
-        if is_current(run_dir, job["manifest"]["fingerprint"]):  # another sweep ran it while this one waited
+        if is_current(run_dir, job["manifest"]["fingerprint"], Path(job["cwd"])):  # another sweep ran it while this one waited
             return vars(RunResult(job["manifest"]["run"], "skipped", job["manifest"]["grid"], notebook=str(run_dir/"run.ipynb")))
         return _run_locked(job, run_dir)
 
@@ -574,12 +593,13 @@ class SweepResult:
         return "\n".join(lines)
 
 # %% ../nbs/20_sweep.ipynb #2ab85f26
-def is_current(run_dir: Path, fingerprint: dict) -> bool:
+def is_current(run_dir: Path, fingerprint: dict,
+               root: Path | None = None) -> bool: # the folder the run ran in: a data file recorded by a relative path is under it
     "Whether `run_dir` holds a successful run with this fingerprint and all its outputs (a broken manifest: no, run it again)."
     try: m = read_manifest(run_dir)
     except ValueError: return False
     return (m.get("status") == "ok" and m.get("fingerprint") == fingerprint and all((run_dir/f).exists() for f in OUTPUTS)
-            and sources_current(m.get("study") or {}))
+            and sources_current(m.get("study") or {}) and data_current(m.get("study") or {}, root))
 
 def run_sweep(params_path: str | Path, # the params file
               workers: int = 2, # cells run at once
@@ -609,7 +629,7 @@ def run_sweep(params_path: str | Path, # the params file
     for c in cells:
         run_dir, fp = sweep_dir/c.run_id, cell_fingerprint(spec, c, code, data)
         fps[c.run_id] = fp
-        if is_current(run_dir, fp):
+        if is_current(run_dir, fp, spec.root):
             if not (run_dir/"run.html").exists(): render_run(run_dir)
             results[c.run_id] = RunResult(c.run_id, "skipped", c.overrides, notebook=str(run_dir/"run.ipynb"))
         elif c.run_id in chosen:

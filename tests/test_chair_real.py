@@ -96,3 +96,25 @@ def test_every_coco_category_is_a_class_of_the_tool():
     tool = ChairTool()
     assert sorted(COCO_CLASSES) == tool.classes
     assert all(tool.to_class(c) == c for c in COCO_CLASSES)
+
+
+COCO_REAL = Path(__file__).parent / "fixtures" / "coco_real"   # the first 100 records of COCO val2014's two annotation files
+
+
+def test_coco_annotation_excerpt_gives_the_chair_tools_truth(tmp_path):
+    """COCO's own instances and captions records (the excerpt) laid out as a COCO folder: each image's truth is its segment
+    categories plus the classes its captions name through the tool's synonyms (synonyms.txt: woman -> person, bike ->
+    bicycle, husky -> dog), as CHAIR's `get_annotations` builds it; image 364010's is within the truth HALC's published
+    CHAIR output records for it from the full files."""
+    from mmresearch.benchmarks import coco_chair_truth, coco_files
+    ann = tmp_path/"coco"/"annotations"; ann.mkdir(parents=True)
+    (ann/"captions_val2014.json").write_bytes((COCO_REAL/"captions_val2014_excerpt.json").read_bytes())
+    (ann/"instances_val2014.json").write_bytes((COCO_REAL/"instances_val2014_excerpt.json").read_bytes())
+    caps, inst = coco_files(tmp_path/"coco")
+    truth = coco_chair_truth(caps, inst, [382406, 346071, 203564, 364010])
+    # 382406: a dog segment; "A woman is walking a dog in the city."   346071: a dog segment; "Two husky's hanging out
+    # of the car windows."   203564: captions only, "A bicycle replica with a clock as the front wheel."   364010: a dog segment
+    assert truth == {382406: {"person", "dog"}, 346071: {"dog", "car"}, 203564: {"bicycle", "clock"}, 364010: {"dog"}}
+    halc = {s["image_id"]: set(s["mscoco_gt_words"]) for s in json.loads(EXCERPT.read_text())["sentences"]}
+    assert truth[364010] <= halc[364010] == {"car", "chair", "dog"}
+    assert len(json.loads(inst.read_text())["categories"]) == 80

@@ -102,3 +102,29 @@ def test_tiny_hf_family_sweep_asks_vlmevalkit_prompts_and_round_trips(tmp_path):
     assert all(expected[p.index] in t for p, t in zip(passes, templated))   # inside the family's chat template, unchanged
     _round_trip(run_dir)
     validate_run(run_dir)
+
+
+# VLMEvalKit's own evaluator on the results file below, run outside the repository (2026-11-26):
+# open-compass/VLMEvalKit@e8e78f05f3080fe28154f2130321f17951c3be94, vlmeval/dataset/utils/multiple_choice.py
+# mcq_circular_eval (no judge model: exact matching) and report_acc, in the order of vlmeval/dataset/image_mcq.py
+# ImageMCQDataset.evaluate_heuristic. Its acc.csv: Overall 0.483333, l2_0 0.5, l2_1 0.466667, cat0 0.416667,
+# cat1 0.333333, cat2 0.416667, cat3 0.666667, cat4 0.583333 (items: 60 overall, 30 per l2-category, 12 per category).
+OFFICIAL_EXACT_MATCHING = {"Overall": 29 / 60, "l2_0": 15 / 30, "l2_1": 14 / 30, "cat0": 5 / 12, "cat1": 4 / 12,
+                           "cat2": 5 / 12, "cat3": 8 / 12, "cat4": 7 / 12}
+
+
+def test_our_vlmevalkit_protocol_equals_the_official_evaluator_per_category():
+    "Our reading of VLMEvalKit's exact matching gives the official evaluator's figures, overall and per (l2-)category."
+    from mmresearch.mmbench import _item_hits, _pass_from_row, _prediction_rows, score_predictions
+    f = ROOT/"tests"/"fixtures"/"mmbench"/"vlmevalkit_official_check.tsv"
+    metrics, answers = score_predictions(f, n_boot=50, protocols=True)
+    row = next(r for r in metrics["protocols"] if r["protocol"] == "vlmevalkit" and r["metric"] == "circular")
+    assert row["value"] == pytest.approx(100 * OFFICIAL_EXACT_MATCHING["Overall"]) and row["n"] == 60
+    passes = [_pass_from_row(r)[0] for r in _prediction_rows(f, None)[1]]
+    hits = _item_hits({p.index: p for p in passes}, answers, "vlmevalkit")["circular"].astype(float)
+    base = {p.base_index: p for p in passes if p.rotation == 0}
+    got = {}
+    for key in ("l2_category", "category"):
+        groups = pd.Series([getattr(base[i], key) for i in hits.index], index=hits.index)
+        got.update(hits.groupby(groups).mean().to_dict())
+    assert got == pytest.approx({k: v for k, v in OFFICIAL_EXACT_MATCHING.items() if k != "Overall"})

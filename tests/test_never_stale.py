@@ -80,3 +80,23 @@ def test_a_judge_that_always_fails_fails_the_run(tmp_path):
     ok_run.write_manifest()
     assert "3 of 4 extractor calls failed" in failed_calls_problem(read_manifest(tmp_path/"out2")["study"], 0.5)
     assert failed_calls_problem(read_manifest(tmp_path/"out2")["study"], 0.8) is None
+
+
+def test_a_benchmark_file_changed_in_place_is_never_served_a_stale_run(tmp_path):
+    "Issue 21: the MMBench TSV a run read, one byte changed under the same path and params: the run is made again."
+    from mmresearch.datasets import file_sha256
+    from test_mmbench_official import TSV
+    tsv = tmp_path/"data"/"MMBench_DEV_EN.tsv"; tsv.parent.mkdir(); shutil.copy(TSV, tsv)
+    (tmp_path/"settings.ini").write_text("[DEFAULT]\n")
+    p = write(tmp_path/"params"/"mmb.yaml", "name: mmb_stale\nnotebook: " + str(SMOKE.parent/"mmbench.ipynb") +   # the file
+              "\nfixed: {domain: mmbench_tsv, data: data/MMBench_DEV_EN.tsv, n_items: 0, n_boot: 20, model: 'scripted:letter_a'}\n")  # by a path relative to the project
+    kw = dict(workers=1, reports_dir=tmp_path/"reports", cache_path=tmp_path/"c.sqlite", progress=False)
+    first = run_sweep(p, **kw)
+    assert [r.status for r in first.runs] == ["ok"], first.describe()
+    assert [r.status for r in run_sweep(p, **kw).runs] == ["skipped"]                 # nothing changed: reused
+    text = tsv.read_bytes(); at = text.index(b"Which")
+    tsv.write_bytes(text[:at] + b"whICH"[:1] + text[at + 1:])                       # 'Which' -> 'which' in one question
+    third = run_sweep(p, **kw)
+    assert [r.status for r in third.runs] == ["ok"], third.describe()                 # not "skipped" with the old results
+    recorded = read_manifest(third.sweep_dir/third.runs[0].run)["study"]["dataset"]["params"]["file_sha256"]
+    assert recorded == {"data/MMBench_DEV_EN.tsv": file_sha256(tsv)}

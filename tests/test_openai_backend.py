@@ -88,3 +88,31 @@ def test_without_retry_after_the_backoff_is_exponential_with_jitter():
     # retries run out: the last refusal is the typed error, after max_retries waits
     waits, out = _waits_for("always busy [[status=429 retry_after=1]]", **kw)
     assert out.error.kind == "rate_limit" and waits == [1.0, 1.0, 1.0]
+
+
+def test_answers_that_queue_up_during_a_commit_are_committed_together(tmp_path):
+    "While one commit runs (slowed here to 0.5 s), the wave's other answers queue up and go in together: 2 transactions, not 64."
+    import time
+    commits = []
+    class SlowCache(ResponseCache):
+        def put_many(self, items, secrets=None):
+            items = list(items); commits.append(len(items))
+            if len(commits) == 1: time.sleep(0.5)
+            return super().put_many(items, secrets)
+    with FakeChatServer(latency_s=0.2) as srv:
+        model = OpenAIChatModel("fake", base_url=srv.base_url, api_key_env=None, max_concurrency=64)
+        out = CachedModel(model, SlowCache(tmp_path/"c.sqlite")).generate(_requests(64))
+    assert all(o.ok for o in out) and sum(commits) == 64
+    assert len(commits) <= 3 and max(commits) >= 50, commits    # one commit per answer before: 64 of 1
+    assert len(ResponseCache(tmp_path/"c.sqlite")) == 64
+
+
+def test_the_fake_servers_latency_counts_from_arrival():
+    "A server that spends 0.15 s on an answer still answers 0.3 s after the request arrived, not 0.45 s."
+    import time
+    def slow(body):
+        time.sleep(0.15); return "ok"
+    with FakeChatServer(answer=slow, latency_s=0.3) as srv:
+        model = OpenAIChatModel("fake", base_url=srv.base_url, api_key_env=None)
+        out = model.generate(_requests(1))
+    assert out[0].ok and 0.3 <= out[0].latency_s < 0.42, out[0].latency_s
