@@ -126,7 +126,7 @@ def _check_params(where: str, params: Any, spec_path: Path, nb_params: dict, not
                 shown = repr(x) if len(repr(x)) <= 60 else repr(x)[:57] + "..."
                 if looks_like_token(x) or redact(repr(x)) != repr(x): shown = "a value that looks like a key (not shown)"
                 raise ValueError(f"{spec_path}: {where}.{k} is {shown} ({type(x).__name__}), but {notebook.name} expects "
-                                 f"{' or '.join(t.__name__ for t in types)} (its parameters cell: {k} = {nb_params[k].get('default')})")
+                                 f"{' or '.join('None' if t is type(None) else t.__name__ for t in types)} (its parameters cell: {k} = {nb_params[k].get('default')})")
 
 def _resolve(root: Path, p: str) -> Path:
     q = Path(p).expanduser()

@@ -44,7 +44,7 @@ def test_fingerprint_follows_relative_imports(tmp_path):
 # 4 and 10: bad parameter values are refused before anything is written, naming file, key and type
 @pytest.mark.parametrize("fixed, needle", [("{cot: 'no'}", "fixed.cot is 'no' (str), but smoke.ipynb expects bool"),
                                           ("{n_samples: four}", "fixed.n_samples is 'four' (str), but smoke.ipynb expects int"),
-                                          ("{n_boot: 10.5}", "fixed.n_boot is 10.5 (float), but smoke.ipynb expects int")])
+                                          ("{n_boot: 10.5}", "fixed.n_boot is 10.5 (float), but smoke.ipynb expects None or int")])
 def test_wrong_types_are_refused(tmp_path, fixed, needle):
     p = write(tmp_path/"types.yaml", f"notebook: SMOKE\nfixed: {fixed}\n")
     with pytest.raises(ValueError) as e: run_sweep(p, reports_dir=tmp_path/"reports", progress=False)
