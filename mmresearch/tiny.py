@@ -43,10 +43,11 @@ from .scenes import (CATEGORIES, COLORS, HAL_TYPES, NUMBER_WORDS, RELATION_PHRAS
 # %% auto #0
 __all__ = ['SPECIAL_TOKENS', 'OPTION_LETTERS', 'CHAT_TEMPLATE', 'SHORT_PROMPTS', 'LONG_PROMPTS', 'POPE_PROMPT', 'EXIST_PROMPTS',
            'COLOR_PROMPTS', 'JUDGE_PROMPTS', 'EXTRA_TEXT', 'EASYVQA_WORDS', 'TASKS', 'STUDY_TASKS', 'T2I_HELD_OUT',
-           'PATCH_LABELS', 'PRESENCE_LABELS', 'GROUNDING_LAYER', 'GROUNDING_HEAD', 'DEFAULT_WEIGHTS', 'TINY_SUMMARY',
-           'SHIPPED', 'SHIPPED_VISION_STEPS', 'SHIPPED_PHASES', 'STUDY_WEIGHTS', 'STUDY_PHASE', 'STUDY_PHASES',
-           'SHIPPED_THREADS', 'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava', 'tiny_processor', 'build_tiny_llava',
-           'study_texts', 'tiny_vocabulary', 'Example', 'judge_score', 'make_example', 't2i_held_out_texts', 't2i_draw',
+           'SKILL_TASKS', 'PATCH_LABELS', 'PRESENCE_LABELS', 'GROUNDING_LAYER', 'GROUNDING_HEAD', 'DEFAULT_WEIGHTS',
+           'TINY_SUMMARY', 'SHIPPED', 'SHIPPED_VISION_STEPS', 'SHIPPED_PHASES', 'STUDY_WEIGHTS', 'STUDY_PHASE',
+           'SKILL_WEIGHTS', 'SKILL_PHASE', 'ATTRIBUTE_WEIGHTS', 'ATTRIBUTE_PHASE', 'STUDY_PHASES', 'SHIPPED_THREADS',
+           'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava', 'tiny_processor', 'build_tiny_llava', 'study_texts',
+           'tiny_vocabulary', 'Example', 'judge_score', 'make_example', 't2i_held_out_texts', 't2i_draw',
            'draw_examples', 'collate_chats', 'collate', 'llava_chat', 'patch_targets', 'vision_heads',
            'vision_accuracy', 'pretrain_vision', 'grounding_targets', 'grounding_loss', 'TrainConfig', 'train',
            'train_chats', 'eval_examples', 'ask', 'score_answer', 'accuracy', 'description_hallucination',
@@ -453,6 +454,56 @@ def collate(processor, examples: list[Example], images: list | None = None) -> d
     images = images if images is not None else [render(e.scene) for e in examples]
     return collate_chats(processor, [_chat(e.prompt, e.answer) for e in examples], images)
 
+# %% ../nbs/06_tiny.ipynb #13a60846
+from .captions import EVENT_WORDINGS, REGION_WORDINGS
+from .scenes import EVENTS, REGIONS, regions
+
+SKILL_TASKS = ("where", "event", "attribute")
+
+def _ex_where(scene, rng):
+    "An object's region: open (one caption wording of a region it lies in) or a wording checked yes/no."
+    o = rng.choice(scene.objects)
+    held = sorted(regions(o))
+    if rng.random() < 0.4:
+        return f"Where is the {o.color} {o.category}?", rng.choice(REGION_WORDINGS[rng.choice(held)]).capitalize() + ".", None
+    want = rng.random() < 0.5
+    region = rng.choice(held if want else [r for r in REGIONS if r not in held])
+    return f"Is the {o.color} {o.category} {rng.choice(REGION_WORDINGS[region])}?", _yes_no(want), "yes" if want else "no"
+
+def _event_question(scene, kind: str, agent: int, patient: int | None, rng) -> str:
+    "'Is the red circle falling down?', 'Is the red circle chasing the blue car?'."
+    a, verb = scene.objects[agent], rng.choice(EVENT_WORDINGS[kind])
+    if patient is None: return f"Is the {a.color} {a.category} {verb}?"
+    b = scene.objects[patient]
+    return f"Is the {a.color} {a.category} {verb} the {b.color} {b.category}?"
+
+def _ex_event(scene, rng):
+    "An event checked yes/no: half the time one the scene shows, else a drawn one (often the same pair, another verb)."
+    if scene.events and rng.random() < 0.5:
+        e = rng.choice(scene.events); agent, kind, patient = e.agent, e.kind, e.patient
+    else:
+        agent = rng.randrange(len(scene.objects))
+        others = [k for k in range(len(scene.objects)) if k != agent]
+        kind = rng.choice(EVENTS) if others else "fall"
+        patient = None if kind == "fall" else rng.choice(others)
+    truth = scene.has_event(kind, agent, patient)
+    return _event_question(scene, kind, agent, patient, rng), _yes_no(truth), "yes" if truth else "no"
+
+_VALUES = {"size": SIZES, "texture": TEXTURES, "color": COLORS}
+
+def _ex_attribute(scene, rng):
+    "Is there an object as a caption names it (size and texture sometimes, colour always)? Half the time one attribute is changed."
+    o = rng.choice(scene.objects)
+    shown = [a for a in ("size", "texture") if rng.random() < 0.5] + ["color"]
+    said = {a: getattr(o, a) for a in shown}
+    if rng.random() < 0.5:
+        a = rng.choice(shown); said[a] = rng.choice([v for v in _VALUES[a] if v != said[a]])
+    truth = any(p.category == o.category and all(getattr(p, a) == v for a, v in said.items()) for p in scene.objects)
+    phrase = " ".join([said[a] for a in ("size", "texture", "color") if a in said] + [o.category])
+    return f"Is there {'an' if phrase[0] in 'aeiou' else 'a'} {phrase} in the image?", _yes_no(truth), "yes" if truth else "no"
+
+_MAKERS |= {"where": _ex_where, "event": _ex_event, "attribute": _ex_attribute}
+
 # %% ../nbs/06_tiny.ipynb #430eb9be
 def llava_chat(conversation: dict) -> list[dict]:
     "Chat messages from a LLaVA-format conversation; the first human turn must open with `<image>`."
@@ -832,7 +883,13 @@ SHIPPED_PHASES = [   # binding warm-up with grounding; mostly existence; every t
 STUDY_WEIGHTS = {"hal_study": 3.0, "mc_study": 1.5, "vqa_study": 1.5, "t2i_study": 0.8, "exist": 1.5, "color": 1.0, "which": 0.3,
                  "count": 0.4, "size": 0.2, "relation": 0.4, "short": 0.4, "long": 0.4}
 STUDY_PHASE = TrainConfig(steps=1400, lr=5e-4, batch_size=16, warmup=50, seed=4, weights=STUDY_WEIGHTS, log_every=50)
-STUDY_PHASES = [STUDY_PHASE] # the phases run after the save point of the first four
+SKILL_WEIGHTS = {"hal_study": 3.0, "where": 1.0, "event": 1.0, "mc_study": 2.0, "vqa_study": 1.0, "t2i_study": 1.0, "exist": 0.6,
+                 "color": 0.4, "relation": 0.3, "count": 0.2, "short": 0.2, "long": 0.2}
+SKILL_PHASE = TrainConfig(steps=2000, lr=4e-4, batch_size=32, warmup=50, seed=5, weights=SKILL_WEIGHTS, log_every=50)
+ATTRIBUTE_WEIGHTS = {"hal_study": 3.0, "attribute": 1.2, "where": 0.6, "event": 0.6, "mc_study": 2.0, "vqa_study": 0.8, "t2i_study": 0.8,
+                     "exist": 0.5, "color": 0.3, "relation": 0.2, "count": 0.2, "short": 0.2, "long": 0.2}
+ATTRIBUTE_PHASE = TrainConfig(steps=1500, lr=3e-4, batch_size=32, warmup=50, seed=6, weights=ATTRIBUTE_WEIGHTS, log_every=50)
+STUDY_PHASES = [STUDY_PHASE, SKILL_PHASE, ATTRIBUTE_PHASE] # the phases run after the save point of the first four
 
 def state_sha256(model) -> str:
     "SHA-256 over a model's parameters and buffers (names, shapes and float bytes, in name order)."
@@ -879,10 +936,10 @@ def evaluate_tiny(model, # the model under test, called through the cache
                   seed: int = 0) -> dict[str, list[dict]]:
     "The model card's tables: in-domain accuracy per task with blank/shuffled-image ablations, study-format failures, descriptions, easy-VQA."
     rows, failures = [], []
-    for task in ("exist", "color", "count", "size", "relation", "mc", "judge", "haleval", "hal_study", "mc_study"):
-        exs = eval_examples(task, n, seed)
+    for task in ("exist", "color", "count", "size", "relation", "where", "event", "mc", "judge", "haleval", "hal_study", "mc_study"):
+        exs = [e for e in eval_examples(task, n, seed) if e.label is not None]   # open `where` answers have no short label
         tokens = {"haleval": 64, "hal_study": 96}.get(task, 8)
-        row = {"task": task, "n": n}
+        row = {"task": task, "n": len(exs)}
         for images in ("scene", "blank", "shuffled"):
             resp = ask(model, exs, images, max_new_tokens=tokens, seed=seed)
             row[images] = round(accuracy(exs, resp), 3)
@@ -890,7 +947,7 @@ def evaluate_tiny(model, # the model under test, called through the cache
                 failures += [{"task": task, "prompt": e.prompt.replace("\n", " ")[-160:], "gold": e.label, "answer": (r.text or "").replace("\n", " ")}
                              for e, r in zip(exs, resp) if not score_answer(e, r.text if not r.error else None)][:3]
         labels = [e.label for e in exs]
-        row["majority"] = round(max(labels.count(l) for l in set(labels)) / n, 3)
+        row["majority"] = round(max(labels.count(l) for l in set(labels)) / len(exs), 3)
         rows.append(row)
     cot = [e for e in eval_examples("haleval", 4 * n, seed) if "Answer: yes" in e.prompt][:n]
     direct = [e for e in eval_examples("haleval", 4 * n, seed) if "Answer: yes" not in e.prompt][:n]
