@@ -7,18 +7,11 @@ import pandas as pd
 
 from mmresearch.metrics import compare_conditions
 from mmresearch.report import paired_comparisons
-from mmresearch.sweep import run_sweep
-
-ROOT = Path(__file__).resolve().parents[1]
+from test_paired_sweep import study_sweep
 
 
 def sweep(tmp_path: Path, study: str, fixed: str, grid: str):
-    (tmp_path/"settings.ini").write_text("[DEFAULT]\n")
-    params = tmp_path/"params"/f"{study}.yaml"; params.parent.mkdir(exist_ok=True)
-    params.write_text(f"name: {study}\nnotebook: {ROOT/'nbs'/'experiments'/f'{study}.ipynb'}\nfixed: {fixed}\ngrid: {grid}\nheadline: accuracy\n")
-    res = run_sweep(params, workers=2, reports_dir=tmp_path/"reports", cache_path=tmp_path/"c.sqlite", progress=False)
-    assert all(r.status == "ok" for r in res.runs) and res.summary_error is None, res.describe()
-    return res
+    return study_sweep(tmp_path, study, study, fixed, grid, "accuracy")
 
 
 def as_answers(correct: pd.Series) -> pd.Series:

@@ -14,13 +14,18 @@ from mmresearch.sweep import run_sweep
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def pope_sweep(tmp_path: Path, name: str, grid: str, fixed: str = "{n_samples: 4, k: 2, n_boot: 200, score_yes: false}"):
+def study_sweep(tmp_path: Path, study: str, name: str, fixed: str, grid: str, headline: str):
+    "A small real sweep of one experiment notebook into tmp_path/reports; every run and the summary must succeed."
     (tmp_path/"settings.ini").write_text("[DEFAULT]\n")
     params = tmp_path/"params"/f"{name}.yaml"; params.parent.mkdir(exist_ok=True)
-    params.write_text(f"name: {name}\nnotebook: {ROOT/'nbs'/'experiments'/'pope.ipynb'}\nfixed: {fixed}\ngrid: {grid}\nheadline: f1\n")
+    params.write_text(f"name: {name}\nnotebook: {ROOT/'nbs'/'experiments'/f'{study}.ipynb'}\nfixed: {fixed}\ngrid: {grid}\nheadline: {headline}\n")
     res = run_sweep(params, workers=2, reports_dir=tmp_path/"reports", cache_path=tmp_path/"c.sqlite", progress=False)
     assert all(r.status == "ok" for r in res.runs) and res.summary_error is None, res.describe()
     return res
+
+
+def pope_sweep(tmp_path: Path, name: str, grid: str, fixed: str = "{n_samples: 4, k: 2, n_boot: 200, score_yes: false}"):
+    return study_sweep(tmp_path, "pope", name, fixed, grid, "f1")
 
 
 def summary_outputs(sweep_dir: Path) -> str:
