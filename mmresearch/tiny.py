@@ -43,16 +43,17 @@ from .scenes import (CATEGORIES, COLORS, HAL_TYPES, NUMBER_WORDS, RELATION_PHRAS
 # %% auto #0
 __all__ = ['SPECIAL_TOKENS', 'OPTION_LETTERS', 'CHAT_TEMPLATE', 'SHORT_PROMPTS', 'LONG_PROMPTS', 'POPE_PROMPT', 'EXIST_PROMPTS',
            'COLOR_PROMPTS', 'JUDGE_PROMPTS', 'EXTRA_TEXT', 'EASYVQA_WORDS', 'TASKS', 'STUDY_TASKS', 'T2I_HELD_OUT',
-           'SKILL_TASKS', 'PATCH_LABELS', 'PRESENCE_LABELS', 'GROUNDING_LAYER', 'GROUNDING_HEAD', 'DEFAULT_WEIGHTS',
-           'TINY_SUMMARY', 'SHIPPED', 'SHIPPED_VISION_STEPS', 'SHIPPED_PHASES', 'STUDY_WEIGHTS', 'STUDY_PHASE',
-           'SKILL_WEIGHTS', 'SKILL_PHASE', 'ATTRIBUTE_WEIGHTS', 'ATTRIBUTE_PHASE', 'STUDY_PHASES', 'SHIPPED_THREADS',
-           'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava', 'tiny_processor', 'build_tiny_llava', 'study_texts',
-           'tiny_vocabulary', 'Example', 'judge_score', 'make_example', 't2i_held_out_texts', 't2i_draw',
-           'draw_examples', 'collate_chats', 'collate', 'llava_chat', 'patch_targets', 'vision_heads',
-           'vision_accuracy', 'pretrain_vision', 'grounding_targets', 'grounding_loss', 'TrainConfig', 'train',
-           'train_chats', 'eval_examples', 'ask', 'score_answer', 'accuracy', 'description_hallucination',
-           'easyvqa_accuracy', 'file_sha256', 'write_model_card', 'train_tiny', 'state_sha256', 'train_shipped',
-           'evaluate_tiny', 'write_run', 'make_tiny', 'ablation_losses']
+           'SKILL_TASKS', 'FINE_HAL_TYPES', 'PATCH_LABELS', 'PRESENCE_LABELS', 'GROUNDING_LAYER', 'GROUNDING_HEAD',
+           'DEFAULT_WEIGHTS', 'TINY_SUMMARY', 'SHIPPED', 'SHIPPED_VISION_STEPS', 'SHIPPED_PHASES', 'STUDY_WEIGHTS',
+           'STUDY_PHASE', 'SKILL_WEIGHTS', 'SKILL_PHASE', 'ATTRIBUTE_WEIGHTS', 'ATTRIBUTE_PHASE', 'TOWER_WEIGHTS',
+           'TOWER_PHASE', 'FINE_WEIGHTS', 'FINE_PHASE', 'STUDY_PHASES', 'SHIPPED_THREADS', 'word_tokenizer',
+           'TinyLlavaConfig', 'TinyLlava', 'tiny_processor', 'build_tiny_llava', 'study_texts', 'tiny_vocabulary',
+           'Example', 'judge_score', 'make_example', 't2i_held_out_texts', 't2i_draw', 'draw_examples', 'collate_chats',
+           'collate', 'llava_chat', 'patch_targets', 'vision_heads', 'vision_accuracy', 'pretrain_vision',
+           'grounding_targets', 'grounding_loss', 'TrainConfig', 'train', 'train_chats', 'eval_examples', 'ask',
+           'score_answer', 'accuracy', 'description_hallucination', 'easyvqa_accuracy', 'file_sha256',
+           'write_model_card', 'train_tiny', 'state_sha256', 'train_shipped', 'evaluate_tiny', 'write_run', 'make_tiny',
+           'ablation_losses']
 
 # %% ../nbs/06_tiny.ipynb #70eff159
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>", "<image>")
@@ -359,12 +360,16 @@ def _study_caption(scene):
     short = add_true_sentence(scene, scene_captions(scene, rng)[0], rng)
     return short, {t: h for t in HAL_TYPES if (h := hallucinate(scene, short, t, rng, check_caption=False, append=False)) is not None}
 
-def _ex_hal_study(scene, rng):
+def _hal_question(scene, rng, types: tuple = HAL_TYPES):
+    "Hal-Eval's question about the study caption: true half the time, else wrong in one of `types` the caption allows."
     cap, hals = _study_caption(scene)
-    hal = hals[rng.choice(sorted(hals))] if hals and rng.random() < 0.5 else None
+    kinds = sorted(t for t in hals if t in types)
+    hal = hals[rng.choice(kinds)] if kinds and rng.random() < 0.5 else None
     cot = rng.random() < 0.4
     q = disc_question(hal.caption if hal else cap.text, rng.choice(("paper", "repo")), cot)
     return q, _cot_answer(scene, hal) if cot else _yes_no(hal is None), "no" if hal else "yes"
+
+def _ex_hal_study(scene, rng): return _hal_question(scene, rng)
 
 def _ex_mc_study(scene, rng):
     sample = Sample(f"train-{scene.seed}", None, "in_domain", {"scene": scene.to_dict()})
@@ -503,6 +508,13 @@ def _ex_attribute(scene, rng):
     return f"Is there {'an' if phrase[0] in 'aeiou' else 'a'} {phrase} in the image?", _yes_no(truth), "yes" if truth else "no"
 
 _MAKERS |= {"where": _ex_where, "event": _ex_event, "attribute": _ex_attribute}
+
+# %% ../nbs/06_tiny.ipynb #2fa6c9d0
+FINE_HAL_TYPES = ("attribute", "relation", "event")
+
+def _ex_hal_fine(scene, rng): return _hal_question(scene, rng, FINE_HAL_TYPES)
+
+_MAKERS |= {"hal_fine": _ex_hal_fine}
 
 # %% ../nbs/06_tiny.ipynb #430eb9be
 def llava_chat(conversation: dict) -> list[dict]:
@@ -889,7 +901,13 @@ SKILL_PHASE = TrainConfig(steps=2000, lr=4e-4, batch_size=32, warmup=50, seed=5,
 ATTRIBUTE_WEIGHTS = {"hal_study": 3.0, "attribute": 1.2, "where": 0.6, "event": 0.6, "mc_study": 2.0, "vqa_study": 0.8, "t2i_study": 0.8,
                      "exist": 0.5, "color": 0.3, "relation": 0.2, "count": 0.2, "short": 0.2, "long": 0.2}
 ATTRIBUTE_PHASE = TrainConfig(steps=1500, lr=3e-4, batch_size=32, warmup=50, seed=6, weights=ATTRIBUTE_WEIGHTS, log_every=50)
-STUDY_PHASES = [STUDY_PHASE, SKILL_PHASE, ATTRIBUTE_PHASE] # the phases run after the save point of the first four
+TOWER_WEIGHTS = {"hal_study": 3.0, "attribute": 1.0, "where": 1.0, "event": 1.2, "relation": 0.6, "size": 0.5, "mc_study": 2.0, "vqa_study": 1.0,
+                 "t2i_study": 0.8, "exist": 0.5, "color": 0.3, "count": 0.2, "short": 0.2, "long": 0.2}
+TOWER_PHASE = TrainConfig(steps=2000, lr=3e-4, batch_size=32, warmup=50, seed=7, weights=TOWER_WEIGHTS, log_every=50, vision_lr_scale=0.3)
+FINE_WEIGHTS = {"hal_study": 2.0, "hal_fine": 3.0, "attribute": 0.8, "where": 1.5, "event": 2.0, "relation": 0.6, "size": 0.3, "mc_study": 2.0,
+                "vqa_study": 1.0, "t2i_study": 0.8, "exist": 0.5, "color": 0.3, "count": 0.2, "short": 0.2, "long": 0.2}
+FINE_PHASE = TrainConfig(steps=2000, lr=3e-4, batch_size=32, warmup=50, seed=9, weights=FINE_WEIGHTS, log_every=50, vision_lr_scale=0.3)
+STUDY_PHASES = [STUDY_PHASE, SKILL_PHASE, ATTRIBUTE_PHASE, TOWER_PHASE, FINE_PHASE] # the phases run after the save point of the first four
 
 def state_sha256(model) -> str:
     "SHA-256 over a model's parameters and buffers (names, shapes and float bytes, in name order)."
@@ -936,14 +954,15 @@ def evaluate_tiny(model, # the model under test, called through the cache
                   seed: int = 0) -> dict[str, list[dict]]:
     "The model card's tables: in-domain accuracy per task with blank/shuffled-image ablations, study-format failures, descriptions, easy-VQA."
     rows, failures = [], []
-    for task in ("exist", "color", "count", "size", "relation", "where", "event", "mc", "judge", "haleval", "hal_study", "mc_study"):
+    for task in ("exist", "color", "count", "size", "relation", "where", "event", "attribute", "mc", "judge", "haleval", "hal_study",
+                 "hal_fine", "mc_study"):
         exs = [e for e in eval_examples(task, n, seed) if e.label is not None]   # open `where` answers have no short label
-        tokens = {"haleval": 64, "hal_study": 96}.get(task, 8)
+        tokens = {"haleval": 64, "hal_study": 96, "hal_fine": 96}.get(task, 8)
         row = {"task": task, "n": len(exs)}
         for images in ("scene", "blank", "shuffled"):
             resp = ask(model, exs, images, max_new_tokens=tokens, seed=seed)
             row[images] = round(accuracy(exs, resp), 3)
-            if images == "scene" and task in STUDY_TASKS:   # a few wrong answers of each study format, for the card
+            if images == "scene" and task in (*STUDY_TASKS, "hal_fine"):   # a few wrong answers of each study format, for the card
                 failures += [{"task": task, "prompt": e.prompt.replace("\n", " ")[-160:], "gold": e.label, "answer": (r.text or "").replace("\n", " ")}
                              for e, r in zip(exs, resp) if not score_answer(e, r.text if not r.error else None)][:3]
         labels = [e.label for e in exs]

@@ -8,10 +8,11 @@ import pytest
 from mmresearch.scene_samples import make_samples
 from mmresearch.scenes import SPLITS
 from mmresearch.t2i_judge import T2I_CATEGORIES, prompt_set
-from mmresearch.tiny import (ATTRIBUTE_WEIGHTS, SKILL_TASKS, SKILL_WEIGHTS, STUDY_PHASES, STUDY_TASKS, STUDY_WEIGHTS, TinyLlavaConfig, TrainConfig,
-                             draw_examples, state_sha256, t2i_held_out_texts, train_shipped, train_tiny)
+from mmresearch.tiny import (ATTRIBUTE_WEIGHTS, FINE_PHASE, FINE_WEIGHTS, SKILL_TASKS, SKILL_WEIGHTS, STUDY_PHASES, STUDY_TASKS, STUDY_WEIGHTS,
+                             TOWER_PHASE, TOWER_WEIGHTS, TinyLlavaConfig, TrainConfig, draw_examples, state_sha256, t2i_held_out_texts,
+                             train_shipped, train_tiny)
 
-SCENE_TASKS = ("hal_study", "mc_study", *SKILL_TASKS)
+SCENE_TASKS = ("hal_study", "hal_fine", "mc_study", *SKILL_TASKS)
 T2I_TASKS = ("vqa_study", "t2i_study")
 
 # state_sha256 of the short run below (torch 1 thread, CPU); re-derive only when the recipe or a task maker changes on purpose
@@ -37,7 +38,7 @@ def test_t2i_tasks_never_use_the_studys_prompts():
 
 
 def test_study_tasks_have_both_answers():
-    for task in ("hal_study", "vqa_study", *SKILL_TASKS):
+    for task in ("hal_study", "hal_fine", "vqa_study", *SKILL_TASKS):
         assert {e.label for e in draw_examples(task, 40, random.Random(4))} - {None} == {"yes", "no"}, task   # where: some open
     assert len({e.label for e in draw_examples("mc_study", 40, random.Random(4))}) == 4   # gold letters in every position
 
@@ -58,4 +59,5 @@ def test_short_retraining_reproduces_checksum(tmp_path):
     assert again["state_sha256"] == SHORT_RUN_SHA256
     assert set(STUDY_TASKS) <= set(STUDY_WEIGHTS)
     assert set(SKILL_TASKS) <= set(SKILL_WEIGHTS) | set(ATTRIBUTE_WEIGHTS)
-    assert [p.weights for p in STUDY_PHASES] == [STUDY_WEIGHTS, SKILL_WEIGHTS, ATTRIBUTE_WEIGHTS]
+    assert [p.weights for p in STUDY_PHASES] == [STUDY_WEIGHTS, SKILL_WEIGHTS, ATTRIBUTE_WEIGHTS, TOWER_WEIGHTS, FINE_WEIGHTS]
+    assert TOWER_PHASE.vision_lr_scale > 0 and FINE_PHASE.vision_lr_scale > 0   # the last two phases also train the tower
