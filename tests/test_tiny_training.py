@@ -61,3 +61,18 @@ def test_short_retraining_reproduces_checksum(tmp_path):
     assert set(SKILL_TASKS) <= set(SKILL_WEIGHTS) | set(ATTRIBUTE_WEIGHTS)
     assert [p.weights for p in STUDY_PHASES] == [STUDY_WEIGHTS, SKILL_WEIGHTS, ATTRIBUTE_WEIGHTS, TOWER_WEIGHTS, FINE_WEIGHTS]
     assert TOWER_PHASE.vision_lr_scale > 0 and FINE_PHASE.vision_lr_scale > 0   # the last two phases also train the tower
+
+
+# state_sha256 of a short run whose later phase trains the tower too, on the ninth phase's task mix (hal_fine included)
+SHORT_TOWER_SHA256 = "22e1a7e820e001754a652323fb96e0d01470f4edbc9ac2d8384686bf44d8a012"
+
+
+def test_a_phase_that_trains_the_tower_reproduces_its_checksum(tmp_path):
+    small = TinyLlavaConfig(image_size=32, patch_size=8, vision_width=32, vision_layers=1, text_width=32, text_layers=1, heads=2)
+    later = TrainConfig(**{**FINE_PHASE.__dict__, "steps": 3, "batch_size": 4, "warmup": 1, "log_every": 1})
+    phases = [TrainConfig(steps=2, batch_size=4, warmup=1, seed=0, weights={"exist": 1.0}, log_every=1), later]
+    run = train_shipped(tmp_path/"tiny", phases=phases, cfg=small, vision_steps=2, later=1, threads=(1, 1), log=lambda m: None)
+    assert run["state_sha256"] == SHORT_TOWER_SHA256
+    frozen = train_shipped(tmp_path/"frozen", phases=[phases[0], TrainConfig(**{**later.__dict__, "vision_lr_scale": 0.0})], cfg=small,
+                           vision_steps=2, later=1, threads=(1, 1), log=lambda m: None)
+    assert frozen["state_sha256"] != SHORT_TOWER_SHA256   # the tower's learning is part of what the checksum pins
