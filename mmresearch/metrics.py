@@ -307,9 +307,9 @@ def binary_report(df: pd.DataFrame, # one row per sample
     return out
 
 # %% ../nbs/11_metrics.ipynb #24d0c90a
-def _other_class(values) -> np.ndarray:
+def _other_class(values, name: str = "label") -> np.ndarray:
     "yes <-> no, missing kept missing: scoring 'no' as the positive class."
-    codes = yes_no_codes(values, allow_missing=True)
+    codes = yes_no_codes(values, name, allow_missing=True)
     return np.where(codes < 0, None, np.where(codes == 1, "no", "yes"))
 
 def metrics_by(df: pd.DataFrame, # one row per question
@@ -533,10 +533,14 @@ def compare_conditions(label, # gold answers, shared by both conditions
                        n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95,
                        cluster=None, # cluster id per row: cluster-robust t interval and test, clustered McNemar for accuracy
                        alpha: float = 0.05, power: float = 0.8, # for `mde`, the minimum detectable effect
-                       unparsed: str = "exclude" # a row without a prediction: "exclude" (dropped from both) or "wrong"
+                       unparsed: str = "exclude", # a row without a prediction: "exclude" (dropped from both) or "wrong"
+                       positive: str = "yes" # the positive class of precision, recall and F1: "yes", or "no" (AMBER's; the share is then `no_ratio`)
                       ) -> pd.DataFrame:
     "Per metric, on the rows both conditions score: a, b, diff (b − a), CI, p_value, test, mde, n, n_unscored (+ n_clusters, few_clusters)."
     _check_level(level)
+    if positive not in ("yes", "no"): raise ValueError(f"compare_conditions: positive must be 'yes' or 'no', got {positive!r}")
+    if positive == "no":   # as `metrics_by`: both classes swapped, so accuracy and McNemar are unchanged
+        label, pred_a, pred_b = _other_class(label), _other_class(pred_a, "pred_a"), _other_class(pred_b, "pred_b")
     ca, cb = binary_codes(label, pred_a, parse_ok_a, unparsed), binary_codes(label, pred_b, parse_ok_b, unparsed)
     if len(ca) != len(cb): raise ValueError(f"pred_a has {len(ca)} rows but pred_b has {len(cb)}")
     ids = cluster_index(cluster, len(ca))
@@ -570,6 +574,7 @@ def compare_conditions(label, # gold answers, shared by both conditions
                      "ci_low": float(lo), "ci_high": float(hi), "p_value": p, "test": test, "mde": mde,
                      "n": len(ca), "n_unscored": int((~both).sum())})
     out = pd.DataFrame(rows)
+    if positive == "no": out["metric"] = out.metric.replace({"yes_ratio": "no_ratio"})
     if ids is not None: out["n_clusters"], out["few_clusters"] = g, clustered and g < FEW_CLUSTERS
     return out
 
