@@ -608,4 +608,5 @@ def write_responses(responses: pd.DataFrame, # id and response (None for a faile
     return Path(path)
 
 # %% ../nbs/16_amber.ipynb #8b35e064
-paired_items("amber", ["sample_id", "id", "query"], cluster="sample_id", correct="correct")
+paired_items("amber", ["sample_id", "id", "query"], cluster="sample_id", label="truth", pred="parsed", parse_ok="parse_ok",
+             positive="no", unparsed="wrong", scored="correct")

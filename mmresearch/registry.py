@@ -93,8 +93,10 @@ class PairedItems:
     pred: str | None = None # ... and the prediction column (missing = unparsed); every binary metric is compared
     parse_ok: str | None = None # column of parse flags (`metrics.binary_codes`), if the study records them
     error: str | None = "error" # column of call errors: those rows are not scored
+    scored: str | None = None # column missing (NA) on the other rows the study does not score (e.g. AMBER's `correct`); None: all
     file: str = "samples.parquet" # the run's file holding one row per item
     unparsed: str = "exclude" # a row without a prediction: "exclude" or "wrong" (`metrics.binary_codes`)
+    positive: str = "yes" # yes/no studies: the positive class of precision, recall and F1, "yes" or "no" (AMBER's)
 
 PAIRED: dict[str, PairedItems] = {}   # experiment notebook name -> its paired items
 
@@ -109,6 +111,9 @@ def paired_items(notebook: str, # the experiment notebook's name without .ipynb,
     if not d.item: raise ValueError(f"paired_items({notebook!r}): name at least one item column")
     if (d.correct is None) == (d.label is None or d.pred is None):
         raise ValueError(f"paired_items({notebook!r}): give either correct= or both label= and pred=")
+    if d.positive not in ("yes", "no"): raise ValueError(f"paired_items({notebook!r}): positive must be 'yes' or 'no', got {d.positive!r}")
+    if d.correct and d.positive != "yes":
+        raise ValueError(f"paired_items({notebook!r}): positive= needs label= and pred= (correct= compares accuracy only)")
     old = PAIRED.get(notebook)
     if old is not None and old != d: raise ValueError(f"paired_items {notebook!r} is already declared as {old}")
     PAIRED[notebook] = d

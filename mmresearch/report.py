@@ -682,7 +682,7 @@ def render_compare(sweep_dir: str | Path) -> Path | None:
 
 
 # %% ../nbs/21_report.ipynb #bff6fa3d
-PAIRED_COLUMNS = ["comparison", "metric", "a", "b", "diff", "ci_low", "ci_high", "p_value", "test", "mde", "n", "n_unscored",
+PAIRED_COLUMNS = ["comparison", "metric", "positive", "a", "b", "diff", "ci_low", "ci_high", "p_value", "test", "mde", "n", "n_unscored",
                   "n_clusters", "few_clusters", "only_a", "only_b"]
 
 def _key(df: pd.DataFrame, cols: Sequence[str]) -> pd.Series:
@@ -692,22 +692,23 @@ def _key(df: pd.DataFrame, cols: Sequence[str]) -> pd.Series:
 def item_rows(run_dir: str | Path, # a run's folder
               d: PairedItems # the study's declaration
              ) -> pd.DataFrame:
-    "The run's items as `d` declares them, indexed by item key: label, pred (None: not scored), parse_ok, cluster."
+    "The run's items as `d` declares them, indexed by item key: label, pred (None: none), parse_ok, cluster, scored (False: a call error or a row `d.scored` leaves out)."
     f = Path(run_dir)/d.file
     if not f.exists(): raise FileNotFoundError(f"{f} does not exist: the study declares its per-item results there (registry.paired_items)")
     df = pd.read_parquet(f)
-    missing = [c for c in (*d.item, *d.cluster, d.correct, d.label, d.pred) if c and c not in df.columns]
+    missing = [c for c in (*d.item, *d.cluster, d.correct, d.label, d.pred, d.scored) if c and c not in df.columns]
     if missing: raise ValueError(f"{f}: no column(s) {missing}, which the study declares in paired_items (columns: {list(df.columns)})")
     key = _key(df, d.item)
     if key.duplicated().any(): raise ValueError(f"{f}: item {key[key.duplicated()].iloc[0]!r} has several rows; the item columns {list(d.item)} must name one row each")
     ok = ~(df[d.error].notna() if d.error and d.error in df.columns else pd.Series(False, index=df.index))
+    if d.scored: ok &= df[d.scored].notna()
     if d.correct:   # right/wrong as a yes/no answer to a "yes" question: accuracy = share right
         label, pred = pd.Series("yes", index=df.index), df[d.correct].astype("boolean").map({True: "yes", False: "no"})
     else: label, pred = df[d.label], df[d.pred]
     parse_ok = df[d.parse_ok].astype(object).where(ok, None) if d.parse_ok and d.parse_ok in df.columns else None
     return pd.DataFrame({"label": label.to_numpy(), "pred": pred.astype(object).where(ok & pred.notna(), None).to_numpy(),
                          "parse_ok": None if parse_ok is None else parse_ok.to_numpy(),
-                         "cluster": (_key(df, d.cluster) if d.cluster else key).to_numpy()}, index=key.to_numpy())
+                         "cluster": (_key(df, d.cluster) if d.cluster else key).to_numpy(), "scored": ok.to_numpy()}, index=key.to_numpy())
 
 def paired_comparisons(sweep_dir: str | Path # the sweep's report folder
                       ) -> tuple[pd.DataFrame, list[str]]:
@@ -735,11 +736,14 @@ def paired_comparisons(sweep_dir: str | Path # the sweep's report folder
         shared = ra.index.intersection(rb.index).sort_values()
         if not len(shared): notes.append(f"{name}: the two runs share no item (they asked different questions), so there is no paired test."); continue
         ia, ib = ra.loc[shared], rb.loc[shared]
+        both = (ia.scored & ib.scored).to_numpy()   # a row either run does not score is left out of both (n_unscored), whatever `unparsed` says
+        ia, ib = ia[both], ib[both]
         if (ia.label != ib.label).any(): notes.append(f"{name}: items with the same id have different gold answers, so they are not the same items; no paired test."); continue
         c = compare_conditions(ia.label, ia.pred, ib.pred, ia.parse_ok, ib.parse_ok, cluster=ia.cluster.to_numpy() if d.cluster else None,
-                               unparsed=d.unparsed)
+                               unparsed=d.unparsed, positive=d.positive)
         if d.correct: c = c[c.metric == "accuracy"]
-        parts.append(c.assign(comparison=name, only_a=len(ra) - len(shared), only_b=len(rb) - len(shared)))
+        parts.append(c.assign(comparison=name, positive=d.positive, n_unscored=c.n_unscored + int((~both).sum()),
+                              only_a=len(ra) - len(shared), only_b=len(rb) - len(shared)))
     if not parts and not notes: notes.append("No two finished runs differ in one condition only, so there is no paired test.")
     return (pd.concat(parts, ignore_index=True).reindex(columns=PAIRED_COLUMNS) if parts else empty), notes
 
