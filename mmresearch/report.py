@@ -706,6 +706,8 @@ def item_rows(run_dir: str | Path, # a run's folder
         label, pred = pd.Series("yes", index=df.index), df[d.correct].astype("boolean").map({True: "yes", False: "no"})
     else: label, pred = df[d.label], df[d.pred]
     parse_ok = df[d.parse_ok].astype(object).where(ok, None) if d.parse_ok and d.parse_ok in df.columns else None
+    if parse_ok is not None and (bad := parse_ok.notna() & ~parse_ok.isin([True, False])).any():   # e.g. flags written as text
+        raise ValueError(f"{f}: {d.parse_ok} of item {key[bad].iloc[0]!r} is {parse_ok[bad].iloc[0]!r}; expected True, False or missing")
     return pd.DataFrame({"label": label.to_numpy(), "pred": pred.astype(object).where(ok & pred.notna(), None).to_numpy(),
                          "parse_ok": None if parse_ok is None else parse_ok.to_numpy(),
                          "cluster": (_key(df, d.cluster) if d.cluster else key).to_numpy(), "scored": ok.to_numpy()}, index=key.to_numpy())
