@@ -46,14 +46,14 @@ __all__ = ['SPECIAL_TOKENS', 'OPTION_LETTERS', 'CHAT_TEMPLATE', 'SHORT_PROMPTS',
            'SKILL_TASKS', 'FINE_HAL_TYPES', 'PATCH_LABELS', 'PRESENCE_LABELS', 'GROUNDING_LAYER', 'GROUNDING_HEAD',
            'DEFAULT_WEIGHTS', 'TINY_SUMMARY', 'SHIPPED', 'SHIPPED_VISION_STEPS', 'SHIPPED_PHASES', 'STUDY_WEIGHTS',
            'STUDY_PHASE', 'SKILL_WEIGHTS', 'SKILL_PHASE', 'ATTRIBUTE_WEIGHTS', 'ATTRIBUTE_PHASE', 'TOWER_WEIGHTS',
-           'TOWER_PHASE', 'FINE_WEIGHTS', 'FINE_PHASE', 'STUDY_PHASES', 'SHIPPED_THREADS', 'word_tokenizer',
-           'TinyLlavaConfig', 'TinyLlava', 'tiny_processor', 'build_tiny_llava', 'study_texts', 'tiny_vocabulary',
-           'Example', 'judge_score', 'make_example', 't2i_held_out_texts', 't2i_draw', 'draw_examples', 'collate_chats',
-           'collate', 'llava_chat', 'patch_targets', 'vision_heads', 'vision_accuracy', 'pretrain_vision',
-           'grounding_targets', 'grounding_loss', 'TrainConfig', 'train', 'train_chats', 'eval_examples', 'ask',
-           'score_answer', 'accuracy', 'description_hallucination', 'easyvqa_accuracy', 'file_sha256',
-           'write_model_card', 'train_tiny', 'state_sha256', 'train_shipped', 'evaluate_tiny', 'write_run', 'make_tiny',
-           'ablation_losses']
+           'TOWER_PHASE', 'FINE_WEIGHTS', 'FINE_PHASE', 'WHERE_PHASES', 'RETURN_PHASE', 'SETTLE_WEIGHTS',
+           'SETTLE_PHASE', 'STUDY_PHASES', 'SHIPPED_THREADS', 'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava',
+           'tiny_processor', 'build_tiny_llava', 'study_texts', 'tiny_vocabulary', 'Example', 'judge_score',
+           'make_example', 't2i_held_out_texts', 't2i_draw', 'draw_examples', 'collate_chats', 'collate', 'llava_chat',
+           'patch_targets', 'vision_heads', 'vision_accuracy', 'pretrain_vision', 'grounding_targets', 'grounding_loss',
+           'TrainConfig', 'train', 'train_chats', 'eval_examples', 'ask', 'score_answer', 'accuracy',
+           'description_hallucination', 'easyvqa_accuracy', 'file_sha256', 'write_model_card', 'train_tiny',
+           'state_sha256', 'train_shipped', 'evaluate_tiny', 'write_run', 'make_tiny', 'ablation_losses']
 
 # %% ../nbs/06_tiny.ipynb #70eff159
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>", "<image>")
@@ -907,7 +907,14 @@ TOWER_PHASE = TrainConfig(steps=2000, lr=3e-4, batch_size=32, warmup=50, seed=7,
 FINE_WEIGHTS = {"hal_study": 2.0, "hal_fine": 3.0, "attribute": 0.8, "where": 1.5, "event": 2.0, "relation": 0.6, "size": 0.3, "mc_study": 2.0,
                 "vqa_study": 1.0, "t2i_study": 0.8, "exist": 0.5, "color": 0.3, "count": 0.2, "short": 0.2, "long": 0.2}
 FINE_PHASE = TrainConfig(steps=2000, lr=3e-4, batch_size=32, warmup=50, seed=9, weights=FINE_WEIGHTS, log_every=50, vision_lr_scale=0.3)
-STUDY_PHASES = [STUDY_PHASE, SKILL_PHASE, ATTRIBUTE_PHASE, TOWER_PHASE, FINE_PHASE] # the phases run after the save point of the first four
+WHERE_PHASES = [   # `where` alone on one-object scenes: 300 steps, then 900 more (the loss starts falling after about 200)
+    TrainConfig(steps=300, lr=3e-4, batch_size=32, warmup=50, seed=11, weights={"where": 1.0}, log_every=50, vision_lr_scale=0.3, curriculum_steps=300),
+    TrainConfig(steps=900, lr=3e-4, batch_size=32, warmup=50, seed=12, weights={"where": 1.0}, log_every=50, vision_lr_scale=0.3, curriculum_steps=900)]
+RETURN_PHASE = TrainConfig(steps=1500, lr=3e-4, batch_size=32, warmup=50, seed=13, weights=FINE_WEIGHTS, log_every=50, vision_lr_scale=0.3)
+SETTLE_WEIGHTS = {"hal_study": 3.0, "hal_fine": 1.0, "attribute": 0.8, "where": 1.0, "event": 1.0, "relation": 0.5, "size": 0.3, "mc_study": 2.0,
+                  "vqa_study": 1.0, "t2i_study": 0.8, "exist": 0.5, "color": 0.3, "count": 0.2, "short": 0.2, "long": 0.2}
+SETTLE_PHASE = TrainConfig(steps=600, lr=2e-4, batch_size=32, warmup=50, seed=14, weights=SETTLE_WEIGHTS, log_every=50, vision_lr_scale=0.3)
+STUDY_PHASES = [STUDY_PHASE, SKILL_PHASE, ATTRIBUTE_PHASE, TOWER_PHASE, FINE_PHASE, *WHERE_PHASES, RETURN_PHASE, SETTLE_PHASE] # the phases run after the save point of the first four
 
 def state_sha256(model) -> str:
     "SHA-256 over a model's parameters and buffers (names, shapes and float bytes, in name order)."

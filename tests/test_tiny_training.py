@@ -8,7 +8,7 @@ import pytest
 from mmresearch.scene_samples import make_samples
 from mmresearch.scenes import SPLITS
 from mmresearch.t2i_judge import T2I_CATEGORIES, prompt_set
-from mmresearch.tiny import (ATTRIBUTE_WEIGHTS, FINE_PHASE, FINE_WEIGHTS, SKILL_TASKS, SKILL_WEIGHTS, STUDY_PHASES, STUDY_TASKS, STUDY_WEIGHTS,
+from mmresearch.tiny import (ATTRIBUTE_WEIGHTS, FINE_PHASE, FINE_WEIGHTS, RETURN_PHASE, SETTLE_PHASE, SETTLE_WEIGHTS, WHERE_PHASES, SKILL_TASKS, SKILL_WEIGHTS, STUDY_PHASES, STUDY_TASKS, STUDY_WEIGHTS,
                              TOWER_PHASE, TOWER_WEIGHTS, TinyLlavaConfig, TrainConfig, draw_examples, state_sha256, t2i_held_out_texts,
                              train_shipped, train_tiny)
 
@@ -59,8 +59,10 @@ def test_short_retraining_reproduces_checksum(tmp_path):
     assert again["state_sha256"] == SHORT_RUN_SHA256
     assert set(STUDY_TASKS) <= set(STUDY_WEIGHTS)
     assert set(SKILL_TASKS) <= set(SKILL_WEIGHTS) | set(ATTRIBUTE_WEIGHTS)
-    assert [p.weights for p in STUDY_PHASES] == [STUDY_WEIGHTS, SKILL_WEIGHTS, ATTRIBUTE_WEIGHTS, TOWER_WEIGHTS, FINE_WEIGHTS]
-    assert TOWER_PHASE.vision_lr_scale > 0 and FINE_PHASE.vision_lr_scale > 0   # the last two phases also train the tower
+    assert [p.weights for p in STUDY_PHASES] == [STUDY_WEIGHTS, SKILL_WEIGHTS, ATTRIBUTE_WEIGHTS, TOWER_WEIGHTS, FINE_WEIGHTS,
+                                                 {"where": 1.0}, {"where": 1.0}, FINE_WEIGHTS, SETTLE_WEIGHTS]
+    assert all(p.vision_lr_scale > 0 for p in (TOWER_PHASE, FINE_PHASE, *WHERE_PHASES, RETURN_PHASE, SETTLE_PHASE))   # the last six also train the tower
+    assert all(p.curriculum_steps == p.steps for p in WHERE_PHASES) and RETURN_PHASE.curriculum_steps == SETTLE_PHASE.curriculum_steps == 0   # one-object scenes, then whole ones
 
 
 # state_sha256 of a short run whose later phase trains the tower too, on the ninth phase's task mix (hal_fine included)
@@ -76,3 +78,18 @@ def test_a_phase_that_trains_the_tower_reproduces_its_checksum(tmp_path):
     frozen = train_shipped(tmp_path/"frozen", phases=[phases[0], TrainConfig(**{**later.__dict__, "vision_lr_scale": 0.0})], cfg=small,
                            vision_steps=2, later=1, threads=(1, 1), log=lambda m: None)
     assert frozen["state_sha256"] != SHORT_TOWER_SHA256   # the tower's learning is part of what the checksum pins
+
+
+# state_sha256 of a short run whose later phase is the tenth phase's recipe: `where` alone, on one-object scenes
+SHORT_WHERE_SHA256 = "05d68d8a5e7356a071db9ade5d411ea8a500c3a4d49e56ef09754f82b9cf2d8f"
+
+
+def test_the_one_object_where_phase_reproduces_its_checksum(tmp_path):
+    small = TinyLlavaConfig(image_size=32, patch_size=8, vision_width=32, vision_layers=1, text_width=32, text_layers=1, heads=2)
+    later = TrainConfig(**{**WHERE_PHASES[0].__dict__, "steps": 3, "batch_size": 4, "warmup": 1, "log_every": 1, "curriculum_steps": 3})
+    phases = [TrainConfig(steps=2, batch_size=4, warmup=1, seed=0, weights={"exist": 1.0}, log_every=1), later]
+    run = train_shipped(tmp_path/"tiny", phases=phases, cfg=small, vision_steps=2, later=1, threads=(1, 1), log=lambda m: None)
+    assert run["state_sha256"] == SHORT_WHERE_SHA256
+    whole = train_shipped(tmp_path/"whole", phases=[phases[0], TrainConfig(**{**later.__dict__, "curriculum_steps": 0})], cfg=small,
+                          vision_steps=2, later=1, threads=(1, 1), log=lambda m: None)
+    assert whole["state_sha256"] != SHORT_WHERE_SHA256   # the one-object scenes are part of what the checksum pins
