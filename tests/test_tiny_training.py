@@ -8,9 +8,9 @@ import pytest
 from mmresearch.scene_samples import make_samples
 from mmresearch.scenes import SPLITS
 from mmresearch.t2i_judge import T2I_CATEGORIES, prompt_set
-from mmresearch.tiny import (ATTRIBUTE_WEIGHTS, FINE_PHASE, FINE_WEIGHTS, RETURN_PHASE, SETTLE_PHASE, SETTLE_WEIGHTS, WHERE_PHASES, SKILL_TASKS, SKILL_WEIGHTS, STUDY_PHASES, STUDY_TASKS, STUDY_WEIGHTS,
-                             TOWER_PHASE, TOWER_WEIGHTS, TinyLlavaConfig, TrainConfig, draw_examples, state_sha256, t2i_held_out_texts,
-                             train_shipped, train_tiny)
+from mmresearch.tiny import (ATTRIBUTE_WEIGHTS, FINE_PHASE, FINE_WEIGHTS, RETURN_PHASE, SETTLE_PHASE, SETTLE_WEIGHTS, SKILL_TASKS, SKILL_WEIGHTS,
+                             STUDY_PHASES, STUDY_TASKS, STUDY_WEIGHTS, TOWER_PHASE, TOWER_WEIGHTS, WHERE_PHASES, TinyLlavaConfig, TrainConfig,
+                             draw_examples, state_sha256, t2i_held_out_texts, train_shipped, train_tiny)
 
 SCENE_TASKS = ("hal_study", "hal_fine", "mc_study", *SKILL_TASKS)
 T2I_TASKS = ("vqa_study", "t2i_study")
