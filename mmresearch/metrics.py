@@ -312,6 +312,14 @@ def _other_class(values, name: str = "label") -> np.ndarray:
     codes = yes_no_codes(values, name, allow_missing=True)
     return np.where(codes < 0, None, np.where(codes == 1, "no", "yes"))
 
+def _check_positive(positive: str, caller: str):
+    "A clear error naming `caller` unless the positive class is 'yes' or 'no'."
+    if positive not in ("yes", "no"): raise ValueError(f"{caller}: positive must be 'yes' or 'no', got {positive!r}")
+
+def _share_named(metric: pd.Series, positive: str) -> pd.Series:
+    "The metric names with `yes_ratio` called `no_ratio` when 'no' is the positive class."
+    return metric.replace({"yes_ratio": "no_ratio"}) if positive == "no" else metric
+
 def metrics_by(df: pd.DataFrame, # one row per question
                by: str | Sequence[str], # group columns
                pooled: str | None = None, # a group column whose values are also pooled, in a first row "all" per group
@@ -325,7 +333,7 @@ def metrics_by(df: pd.DataFrame, # one row per question
     by = [by] if isinstance(by, str) else list(by)
     missing = [c for c in by + [label, pred] + ([error] if error else []) if c not in df.columns]
     if missing: raise KeyError(f"metrics_by: no column(s) {missing} (columns: {list(df.columns)})")
-    if positive not in ("yes", "no"): raise ValueError(f"metrics_by: positive must be 'yes' or 'no', got {positive!r}")
+    _check_positive(positive, "metrics_by")
     if pooled is not None and pooled not in by: raise ValueError(f"metrics_by: pooled column {pooled!r} is not among by {by}")
     if pooled in (label, pred): raise ValueError(f"metrics_by: pooled column {pooled!r} is also the {'label' if pooled == label else 'pred'} column; pool a copy of it")
     if pooled is not None: df = pd.concat([df.assign(**{pooled: "all"}), df], ignore_index=True)
@@ -340,7 +348,7 @@ def metrics_by(df: pd.DataFrame, # one row per question
         ok = g[~failed]
         if positive == "no": ok = ok.assign(**{label: _other_class(ok[label]), pred: _other_class(ok[pred])})
         t = binary_report(ok, label, pred, parse_ok, n_boot, seed, level, cluster, unparsed)
-        if positive == "no": t["metric"] = t.metric.replace({"yes_ratio": "no_ratio"})
+        t["metric"] = _share_named(t.metric, positive)
         for col, v in zip(by, key): t[col] = v
         t["n_clusters"], t["cluster"] = (t.n_clusters, cluster) if cluster else (t.n, "row")
         if not cluster: t["few_clusters"] = False
@@ -538,7 +546,7 @@ def compare_conditions(label, # gold answers, shared by both conditions
                       ) -> pd.DataFrame:
     "Per metric, on the rows both conditions score: a, b, diff (b − a), CI, p_value, test, mde, n, n_unscored (+ n_clusters, few_clusters)."
     _check_level(level)
-    if positive not in ("yes", "no"): raise ValueError(f"compare_conditions: positive must be 'yes' or 'no', got {positive!r}")
+    _check_positive(positive, "compare_conditions")
     if positive == "no":   # as `metrics_by`: both classes swapped, so accuracy and McNemar are unchanged
         label, pred_a, pred_b = _other_class(label), _other_class(pred_a, "pred_a"), _other_class(pred_b, "pred_b")
     ca, cb = binary_codes(label, pred_a, parse_ok_a, unparsed), binary_codes(label, pred_b, parse_ok_b, unparsed)
@@ -574,7 +582,7 @@ def compare_conditions(label, # gold answers, shared by both conditions
                      "ci_low": float(lo), "ci_high": float(hi), "p_value": p, "test": test, "mde": mde,
                      "n": len(ca), "n_unscored": int((~both).sum())})
     out = pd.DataFrame(rows)
-    if positive == "no": out["metric"] = out.metric.replace({"yes_ratio": "no_ratio"})
+    out["metric"] = _share_named(out.metric, positive)
     if ids is not None: out["n_clusters"], out["few_clusters"] = g, clustered and g < FEW_CLUSTERS
     return out
 

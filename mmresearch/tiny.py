@@ -908,11 +908,10 @@ FINE_WEIGHTS = {"hal_study": 2.0, "hal_fine": 3.0, "attribute": 0.8, "where": 1.
                 "vqa_study": 1.0, "t2i_study": 0.8, "exist": 0.5, "color": 0.3, "count": 0.2, "short": 0.2, "long": 0.2}
 FINE_PHASE = TrainConfig(steps=2000, lr=3e-4, batch_size=32, warmup=50, seed=9, weights=FINE_WEIGHTS, log_every=50, vision_lr_scale=0.3)
 WHERE_PHASES = [   # `where` alone on one-object scenes: 300 steps, then 900 more (the loss starts falling after about 200)
-    TrainConfig(steps=300, lr=3e-4, batch_size=32, warmup=50, seed=11, weights={"where": 1.0}, log_every=50, vision_lr_scale=0.3, curriculum_steps=300),
-    TrainConfig(steps=900, lr=3e-4, batch_size=32, warmup=50, seed=12, weights={"where": 1.0}, log_every=50, vision_lr_scale=0.3, curriculum_steps=900)]
+    TrainConfig(steps=n, lr=3e-4, batch_size=32, warmup=50, seed=seed, weights={"where": 1.0}, log_every=50, vision_lr_scale=0.3, curriculum_steps=n)
+    for n, seed in ((300, 11), (900, 12))]
 RETURN_PHASE = TrainConfig(steps=1500, lr=3e-4, batch_size=32, warmup=50, seed=13, weights=FINE_WEIGHTS, log_every=50, vision_lr_scale=0.3)
-SETTLE_WEIGHTS = {"hal_study": 3.0, "hal_fine": 1.0, "attribute": 0.8, "where": 1.0, "event": 1.0, "relation": 0.5, "size": 0.3, "mc_study": 2.0,
-                  "vqa_study": 1.0, "t2i_study": 0.8, "exist": 0.5, "color": 0.3, "count": 0.2, "short": 0.2, "long": 0.2}
+SETTLE_WEIGHTS = FINE_WEIGHTS | {"hal_study": 3.0, "hal_fine": 1.0, "where": 1.0, "event": 1.0, "relation": 0.5}   # same task order
 SETTLE_PHASE = TrainConfig(steps=600, lr=2e-4, batch_size=32, warmup=50, seed=14, weights=SETTLE_WEIGHTS, log_every=50, vision_lr_scale=0.3)
 STUDY_PHASES = [STUDY_PHASE, SKILL_PHASE, ATTRIBUTE_PHASE, TOWER_PHASE, FINE_PHASE, *WHERE_PHASES, RETURN_PHASE, SETTLE_PHASE] # the phases run after the save point of the first four
 
