@@ -13,7 +13,7 @@ import re
 import tempfile
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Iterable
 
@@ -47,13 +47,14 @@ __all__ = ['SPECIAL_TOKENS', 'OPTION_LETTERS', 'CHAT_TEMPLATE', 'SHORT_PROMPTS',
            'DEFAULT_WEIGHTS', 'TINY_SUMMARY', 'SHIPPED', 'SHIPPED_VISION_STEPS', 'SHIPPED_PHASES', 'STUDY_WEIGHTS',
            'STUDY_PHASE', 'SKILL_WEIGHTS', 'SKILL_PHASE', 'ATTRIBUTE_WEIGHTS', 'ATTRIBUTE_PHASE', 'TOWER_WEIGHTS',
            'TOWER_PHASE', 'FINE_WEIGHTS', 'FINE_PHASE', 'WHERE_PHASES', 'RETURN_PHASE', 'SETTLE_WEIGHTS',
-           'SETTLE_PHASE', 'STUDY_PHASES', 'SHIPPED_THREADS', 'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava',
-           'tiny_processor', 'build_tiny_llava', 'study_texts', 'tiny_vocabulary', 'Example', 'judge_score',
-           'make_example', 't2i_held_out_texts', 't2i_draw', 'draw_examples', 'collate_chats', 'collate', 'llava_chat',
-           'patch_targets', 'vision_heads', 'vision_accuracy', 'pretrain_vision', 'grounding_targets', 'grounding_loss',
-           'TrainConfig', 'train', 'train_chats', 'eval_examples', 'ask', 'score_answer', 'accuracy',
-           'description_hallucination', 'easyvqa_accuracy', 'file_sha256', 'write_model_card', 'train_tiny',
-           'state_sha256', 'train_shipped', 'evaluate_tiny', 'write_run', 'make_tiny', 'ablation_losses']
+           'SETTLE_PHASE', 'RELATION_PHASE', 'RELATION_RETURN_PHASE', 'RELATION_SETTLE_PHASE', 'STUDY_PHASES',
+           'SHIPPED_THREADS', 'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava', 'tiny_processor', 'build_tiny_llava',
+           'study_texts', 'tiny_vocabulary', 'Example', 'judge_score', 'make_example', 't2i_held_out_texts', 't2i_draw',
+           'draw_examples', 'collate_chats', 'collate', 'llava_chat', 'patch_targets', 'vision_heads',
+           'vision_accuracy', 'pretrain_vision', 'grounding_targets', 'grounding_loss', 'TrainConfig', 'train',
+           'train_chats', 'eval_examples', 'ask', 'score_answer', 'accuracy', 'description_hallucination',
+           'easyvqa_accuracy', 'file_sha256', 'write_model_card', 'train_tiny', 'state_sha256', 'train_shipped',
+           'evaluate_tiny', 'write_run', 'make_tiny', 'ablation_losses']
 
 # %% ../nbs/06_tiny.ipynb #70eff159
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>", "<image>")
@@ -513,8 +514,9 @@ _MAKERS |= {"where": _ex_where, "event": _ex_event, "attribute": _ex_attribute}
 FINE_HAL_TYPES = ("attribute", "relation", "event")
 
 def _ex_hal_fine(scene, rng): return _hal_question(scene, rng, FINE_HAL_TYPES)
+def _ex_hal_relation(scene, rng): return _hal_question(scene, rng, ("relation",))
 
-_MAKERS |= {"hal_fine": _ex_hal_fine}
+_MAKERS |= {"hal_fine": _ex_hal_fine, "hal_relation": _ex_hal_relation}
 
 # %% ../nbs/06_tiny.ipynb #430eb9be
 def llava_chat(conversation: dict) -> list[dict]:
@@ -913,7 +915,12 @@ WHERE_PHASES = [   # `where` alone on one-object scenes: 300 steps, then 900 mor
 RETURN_PHASE = TrainConfig(steps=1500, lr=3e-4, batch_size=32, warmup=50, seed=13, weights=FINE_WEIGHTS, log_every=50, vision_lr_scale=0.3)
 SETTLE_WEIGHTS = FINE_WEIGHTS | {"hal_study": 3.0, "hal_fine": 1.0, "where": 1.0, "event": 1.0, "relation": 0.5}   # same task order
 SETTLE_PHASE = TrainConfig(steps=600, lr=2e-4, batch_size=32, warmup=50, seed=14, weights=SETTLE_WEIGHTS, log_every=50, vision_lr_scale=0.3)
-STUDY_PHASES = [STUDY_PHASE, SKILL_PHASE, ATTRIBUTE_PHASE, TOWER_PHASE, FINE_PHASE, *WHERE_PHASES, RETURN_PHASE, SETTLE_PHASE] # the phases run after the save point of the first four
+RELATION_PHASE = TrainConfig(steps=900, lr=3e-4, batch_size=32, warmup=50, seed=21, weights={"hal_relation": 1.0, "where": 0.5}, log_every=50,
+                             vision_lr_scale=0.3, curriculum_steps=900)   # caption checks wrong in the region alone, on one-object scenes
+RELATION_RETURN_PHASE = replace(RETURN_PHASE, weights=FINE_WEIGHTS | {"hal_relation": 1.5})   # the twelfth and thirteenth phases again,
+RELATION_SETTLE_PHASE = replace(SETTLE_PHASE, weights=SETTLE_WEIGHTS | {"hal_relation": 0.5})  # keeping some of the region check
+STUDY_PHASES = [STUDY_PHASE, SKILL_PHASE, ATTRIBUTE_PHASE, TOWER_PHASE, FINE_PHASE, *WHERE_PHASES, RETURN_PHASE, SETTLE_PHASE,
+                RELATION_PHASE, RELATION_RETURN_PHASE, RELATION_SETTLE_PHASE] # the phases run after the save point of the first four
 
 def state_sha256(model) -> str:
     "SHA-256 over a model's parameters and buffers (names, shapes and float bytes, in name order)."
