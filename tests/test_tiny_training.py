@@ -74,15 +74,18 @@ def test_short_retraining_reproduces_checksum(tmp_path):
 SHORT_TOWER_SHA256 = "22e1a7e820e001754a652323fb96e0d01470f4edbc9ac2d8384686bf44d8a012"
 
 
-def test_a_phase_that_trains_the_tower_reproduces_its_checksum(tmp_path):
+def short_run_sha256(folder, phase: TrainConfig, **changes) -> str:
+    "state_sha256 of a small model after two `exist` steps, then three of `phase` at batch 4 (with `changes`)."
     small = TinyLlavaConfig(image_size=32, patch_size=8, vision_width=32, vision_layers=1, text_width=32, text_layers=1, heads=2)
-    later = TrainConfig(**{**FINE_PHASE.__dict__, "steps": 3, "batch_size": 4, "warmup": 1, "log_every": 1})
+    later = TrainConfig(**{**phase.__dict__, "steps": 3, "batch_size": 4, "warmup": 1, "log_every": 1, **changes})
     phases = [TrainConfig(steps=2, batch_size=4, warmup=1, seed=0, weights={"exist": 1.0}, log_every=1), later]
-    run = train_shipped(tmp_path/"tiny", phases=phases, cfg=small, vision_steps=2, later=1, threads=(1, 1), log=lambda m: None)
-    assert run["state_sha256"] == SHORT_TOWER_SHA256
-    frozen = train_shipped(tmp_path/"frozen", phases=[phases[0], TrainConfig(**{**later.__dict__, "vision_lr_scale": 0.0})], cfg=small,
-                           vision_steps=2, later=1, threads=(1, 1), log=lambda m: None)
-    assert frozen["state_sha256"] != SHORT_TOWER_SHA256   # the tower's learning is part of what the checksum pins
+    return train_shipped(folder, phases=phases, cfg=small, vision_steps=2, later=1, threads=(1, 1), log=lambda m: None)["state_sha256"]
+
+
+def test_a_phase_that_trains_the_tower_reproduces_its_checksum(tmp_path):
+    assert short_run_sha256(tmp_path/"tiny", FINE_PHASE) == SHORT_TOWER_SHA256
+    frozen = short_run_sha256(tmp_path/"frozen", FINE_PHASE, vision_lr_scale=0.0)
+    assert frozen != SHORT_TOWER_SHA256   # the tower's learning is part of what the checksum pins
 
 
 # state_sha256 of a short run whose later phase is a one-object phase's recipe: the tenth (`where` alone), the fourteenth
@@ -93,11 +96,6 @@ ONE_OBJECT_SHA256 = {"where": "05d68d8a5e7356a071db9ade5d411ea8a500c3a4d49e56ef0
 
 @pytest.mark.parametrize("name,phase", [("where", WHERE_PHASES[0]), ("relation", RELATION_PHASE)])
 def test_a_one_object_phase_reproduces_its_checksum(tmp_path, name, phase):
-    small = TinyLlavaConfig(image_size=32, patch_size=8, vision_width=32, vision_layers=1, text_width=32, text_layers=1, heads=2)
-    later = TrainConfig(**{**phase.__dict__, "steps": 3, "batch_size": 4, "warmup": 1, "log_every": 1, "curriculum_steps": 3})
-    phases = [TrainConfig(steps=2, batch_size=4, warmup=1, seed=0, weights={"exist": 1.0}, log_every=1), later]
-    run = train_shipped(tmp_path/"tiny", phases=phases, cfg=small, vision_steps=2, later=1, threads=(1, 1), log=lambda m: None)
-    assert run["state_sha256"] == ONE_OBJECT_SHA256[name]
-    whole = train_shipped(tmp_path/"whole", phases=[phases[0], TrainConfig(**{**later.__dict__, "curriculum_steps": 0})], cfg=small,
-                          vision_steps=2, later=1, threads=(1, 1), log=lambda m: None)
-    assert whole["state_sha256"] != ONE_OBJECT_SHA256[name]   # the one-object scenes are part of what the checksum pins
+    assert short_run_sha256(tmp_path/"tiny", phase, curriculum_steps=3) == ONE_OBJECT_SHA256[name]
+    whole = short_run_sha256(tmp_path/"whole", phase, curriculum_steps=0)
+    assert whole != ONE_OBJECT_SHA256[name]   # the one-object scenes are part of what the checksum pins
