@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import io
 import json
@@ -13,6 +14,7 @@ import math
 import os
 import random
 import re
+import shutil
 import tempfile
 from itertools import combinations
 from dataclasses import dataclass
@@ -37,8 +39,9 @@ __all__ = ['MANIFEST', 'SPAN_COLOURS', 'NO_SCRIPT_META', 'SWEEP_FILE', 'CI_FLAGS
            'overall_label', 'Finding', 'varying_keys', 'plt_colours', 'disc_finding', 'length_finding',
            'mmbench_finding', 'category_finding', 'headline_finding', 't2i_finding', 'pope_finding', 'finding',
            'write_finding', 'compare_table', 'render_compare', 'item_rows', 'paired_comparisons', 'quiet_progress',
-           'md_text', 'md_code', 'generic_summary_path', 'literal_text', 'render_summary', 'runs_links_html',
-           'headline_value', 'render_index', 'checked_sweep']
+           'md_text', 'md_code', 'generic_summary_path', 'literal_text', 'socket_file_kernel_manager',
+           'run_report_notebook', 'render_summary', 'runs_links_html', 'headline_value', 'render_index',
+           'checked_sweep']
 
 # %% ../nbs/21_report.ipynb #59129d39
 MANIFEST = "manifest.json"
@@ -786,17 +789,45 @@ def literal_text() -> None:
     import matplotlib
     matplotlib.rcParams.update(LITERAL_TEXT)
 
+# %% ../nbs/21_report.ipynb #d85ec080
+@functools.cache
+def socket_file_kernel_manager() -> type:
+    "A jupyter kernel manager whose kernel listens on Unix socket files in a new private folder, removed when the kernel stops."
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class SocketFileKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _socket_files(self) -> str: return "ipc"
+
+        @default("ip")
+        def _private_folder(self) -> str: return str(Path(tempfile.mkdtemp(prefix="mmr-kernel-"))/"k")
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            await super()._async_cleanup_resources(restart=restart)
+            if not restart: shutil.rmtree(Path(self.ip).parent, ignore_errors=True)
+    return SocketFileKernelManager
+
+def run_report_notebook(notebook: str | Path, # the notebook to execute
+                        out: str | Path, # where the executed notebook is written
+                        parameters: dict | None = None, # papermill parameters
+                        cwd: str | Path | None = None, # where the kernel runs; None: this process's directory
+                        extra_arguments: Sequence[str] = QUIET_KERNEL) -> None: # the kernel's command-line options
+    "Execute `notebook` into `out` with papermill in a python3 kernel over socket files; papermill's errors propagate."
+    import papermill as pm
+    pm.execute_notebook(str(notebook), str(out), parameters=parameters or {}, cwd=None if cwd is None else str(cwd),
+                        kernel_name="python3", progress_bar=False, log_output=False, extra_arguments=list(extra_arguments),
+                        kernel_manager_class=socket_file_kernel_manager())
+
 # %% ../nbs/21_report.ipynb #ea5e92ca
 def render_summary(sweep_dir: str | Path, # the sweep's report folder
                    notebook: str | Path | None = None, # a study's own summary notebook; default `generic_summary_path()`
                    cwd: str | Path | None = None) -> Path: # where the summary kernel runs
     "Execute the summary notebook into `summary.ipynb` and render `summary.html`; returns the HTML path."
     import nbformat
-    import papermill as pm
     sweep_dir = Path(sweep_dir).resolve()
     out = sweep_dir/"summary.ipynb"
-    pm.execute_notebook(str(notebook or generic_summary_path()), str(out), parameters={"sweep_dir": str(sweep_dir)}, progress_bar=False,
-                        cwd=str(cwd or sweep_dir), kernel_name="python3", extra_arguments=QUIET_KERNEL)
+    run_report_notebook(notebook or generic_summary_path(), out, parameters={"sweep_dir": str(sweep_dir)}, cwd=cwd or sweep_dir)
     info = read_sweep(sweep_dir)
     write_finding(sweep_dir)
     compare = render_compare(sweep_dir)

@@ -28,8 +28,8 @@ import yaml
 
 from .cache import ResponseCache, project_root
 from .core import canonical_json, looks_like_token, redact, secret_values, stable_hash, url_credential
-from .report import (MANIFEST, QUIET_KERNEL, SWEEP_FILE, generic_summary_path, read_manifest, read_sweep,
-                               render_index, render_run, render_summary, write_json, write_text_atomic)
+from .report import (MANIFEST, SWEEP_FILE, generic_summary_path, read_manifest, read_sweep, render_index,
+                               render_run, render_summary, run_report_notebook, write_json, write_text_atomic)
 
 # %% auto #0
 __all__ = ['SPEC_KEYS', 'RESERVED', 'MAX_FAILED_SHARE', 'MAX_YAML_NODES', 'PACKAGE_DATA', 'OUTPUTS', 'LOCK_FILE', 'PACKAGES',
@@ -456,8 +456,7 @@ def _run_locked(job: dict, run_dir: Path) -> dict:
     threads = thread_budget(job.get("concurrent_runs", 1), job.get("user_threads"))
     try:
         with set_env(threads["env"]):  # the kernel inherits its thread budget
-            pm.execute_notebook(job["notebook"], str(run_dir/"run.ipynb"), parameters=job["parameters"], cwd=job["cwd"],
-                                kernel_name="python3", progress_bar=False, log_output=False, extra_arguments=QUIET_KERNEL)
+            run_report_notebook(job["notebook"], run_dir/"run.ipynb", parameters=job["parameters"], cwd=job["cwd"])
         missing = [f for f in OUTPUTS[1:] if not (run_dir/f).exists()]
         if missing: status, error = "failed", f"the notebook finished without writing {', '.join(missing)} to output_dir"
     except pm.PapermillExecutionError as e: status, error = "failed", f"{e.ename}: {e.evalue}"[:1000]

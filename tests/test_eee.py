@@ -5,10 +5,9 @@ from pathlib import Path
 
 import jsonschema
 import pandas as pd
-import papermill as pm
 
 from mmresearch.eee import EEE_FILE
-from mmresearch.report import CI_FLAGS
+from mmresearch.report import CI_FLAGS, run_report_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT/"tests"/"fixtures"/"eee"/"eval.schema.json").read_text())
@@ -33,8 +32,8 @@ def validate_run(run_dir: Path) -> dict:
 
 def test_the_smoke_study_writes_a_valid_record(tmp_path):
     out = tmp_path/"run"
-    pm.execute_notebook(str(ROOT/"nbs/experiments/smoke.ipynb"), str(tmp_path/"run.ipynb"), cwd=str(ROOT),
-                        parameters={"output_dir": str(out), "cache_path": str(tmp_path/"c.sqlite")}, progress_bar=False, kernel_name="python3")
+    run_report_notebook(ROOT/"nbs/experiments/smoke.ipynb", tmp_path/"run.ipynb", cwd=ROOT,
+                        parameters={"output_dir": str(out), "cache_path": str(tmp_path/"c.sqlite")})
     rec = validate_run(out)
     assert rec["model_info"]["name"] == "scripted:coin" and rec["eval_library"]["name"] == "mmresearch"
     assert any("confidence_interval" in r["score_details"].get("uncertainty", {}) for r in rec["evaluation_results"])

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import nbformat
 import pandas as pd
-import papermill as pm
+
+from mmresearch.report import run_report_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 EXP = ROOT/"nbs"/"experiments"
@@ -15,8 +16,7 @@ EXP = ROOT/"nbs"/"experiments"
 
 def run(tmp_path: Path, notebook: str, **params) -> tuple[pd.DataFrame, dict, str]:
     out = tmp_path/"run"
-    pm.execute_notebook(str(EXP/notebook), str(tmp_path/"out.ipynb"), kernel_name="python3", progress_bar=False,
-                        parameters={"output_dir": str(out), "cache_path": str(tmp_path/"c.sqlite"), **params})
+    run_report_notebook(EXP/notebook, tmp_path/"out.ipynb", parameters={"output_dir": str(out), "cache_path": str(tmp_path/"c.sqlite"), **params})
     page = json.dumps([o for c in nbformat.read(tmp_path/"out.ipynb", as_version=4).cells for o in c.get("outputs", [])])
     return pd.read_csv(out/"judge_agreement.csv"), json.loads((out/"manifest.json").read_text())["study"], page
 

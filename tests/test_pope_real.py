@@ -128,14 +128,14 @@ def test_cli_scores_llava_layout():
 
 def test_experiment_notebook_asks_an_official_file(tmp_path):
     import pandas as pd
-    import papermill as pm
+    from mmresearch.report import run_report_notebook
     rows = [json.loads(l) for l in (REAL/"coco_pope_adversarial_head.jsonl").read_text().splitlines()]
     for i, name in enumerate(sorted({r["image"] for r in rows})): Image.new("RGB", (8, 8), (40 * i, 90, 0)).save(tmp_path/name)
     (tmp_path/"coco_pope_adversarial.json").write_text((REAL/"coco_pope_adversarial_head.jsonl").read_text())
     out = tmp_path/"run"
-    pm.execute_notebook(str(Path(__file__).parents[1]/"nbs"/"experiments"/"pope.ipynb"), str(tmp_path/"run.ipynb"), kernel_name="python3",
+    run_report_notebook(Path(__file__).parents[1]/"nbs"/"experiments"/"pope.ipynb", tmp_path/"run.ipynb",
                         parameters=dict(model="scripted:yes", questions_file=str(tmp_path/"coco_pope_adversarial.json"), n_samples=None,
-                                        n_boot=20, output_dir=str(out), cache_path=str(tmp_path/"c.sqlite")), progress_bar=False)
+                                        n_boot=20, output_dir=str(out), cache_path=str(tmp_path/"c.sqlite")))
     asked = pd.read_parquet(out/"samples.parquet")
     assert asked.question.tolist() == [r["text"] for r in rows] and set(asked.split) == {"adversarial"}
     assert json.loads((out/"manifest.json").read_text())["study"]["questions_file"].endswith("coco_pope_adversarial.json")

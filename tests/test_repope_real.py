@@ -61,17 +61,17 @@ def test_pope_study_with_repope(tmp_path):
     "The POPE study asks an official file and, given `repope`, scores the same answers against RePOPE (repope.csv)."
     import gzip
     import pandas as pd
-    import papermill as pm
     from PIL import Image
+
+    from mmresearch.report import run_report_notebook
     head = FIX/"pope_real"/"coco_pope_adversarial_head.jsonl"
     rows = [json.loads(l) for l in head.read_text().splitlines()]
     for i, name in enumerate(sorted({r["image"] for r in rows})): Image.new("RGB", (8, 8), (40 * i, 90, 0)).save(tmp_path/name)
     (tmp_path/"coco_pope_adversarial.json").write_text(head.read_text())
     out = tmp_path/"run"
-    pm.execute_notebook(str(Path(__file__).parents[1]/"nbs"/"experiments"/"pope.ipynb"), str(tmp_path/"run.ipynb"), kernel_name="python3",
+    run_report_notebook(Path(__file__).parents[1]/"nbs"/"experiments"/"pope.ipynb", tmp_path/"run.ipynb",
                         parameters=dict(model="scripted:yes", questions_file=str(tmp_path/"coco_pope_adversarial.json"), n_samples=None,
-                                        repope=str(FIX/"repope"), n_boot=20, output_dir=str(out), cache_path=str(tmp_path/"c.sqlite")),
-                        progress_bar=False)
+                                        repope=str(FIX/"repope"), n_boot=20, output_dir=str(out), cache_path=str(tmp_path/"c.sqlite")))
     # RePOPE's labels for these questions, read straight from the authors' file (image + question text, typo fixed)
     new = {(r["image"], r["text"]): r["label"] for r in map(json.loads, gzip.open(FIX/"repope"/"coco_repope_adversarial.json.gz", "rt"))}
     truth = [new.get((r["image"], r["text"].replace("imange", "image"))) for r in rows]

@@ -8,11 +8,10 @@ import re
 from pathlib import Path
 
 import nbformat
-import papermill as pm
 import pytest
 
 from mmresearch.cli import performance_line, performance_summary
-from mmresearch.report import QUIET_KERNEL, finding
+from mmresearch.report import QUIET_KERNEL, finding, run_report_notebook
 from mmresearch.sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,8 +39,7 @@ def test_report_kernels_print_no_widget_warning(tmp_path):
     nb.metadata["kernelspec"] = {"display_name": "python3", "language": "python", "name": "python3"}
     nbformat.write(nb, tmp_path/"in.ipynb")
     for args, warned in ((QUIET_KERNEL[:1], True), (QUIET_KERNEL, False)):   # the old kernel arguments warn: the test can fail
-        pm.execute_notebook(str(tmp_path/"in.ipynb"), str(tmp_path/"out.ipynb"), kernel_name="python3", progress_bar=False,
-                            extra_arguments=args)
+        run_report_notebook(tmp_path/"in.ipynb", tmp_path/"out.ipynb", extra_arguments=args)
         assert ("IProgress not found" in outputs_text(tmp_path/"out.ipynb")) == warned, args
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import papermill as pm
 
 from mmresearch.metrics import N_BOOT
-from mmresearch.report import QUIET_KERNEL
+from mmresearch.report import run_report_notebook
 
 EXP = Path(__file__).resolve().parents[1]/"nbs"/"experiments"
 
@@ -24,8 +24,7 @@ def test_a_run_uses_n_boot_unless_its_params_override_it(tmp_path):
     for given, expected in ((None, N_BOOT), (50, 50)):
         out = tmp_path/f"run{given}"
         params = {"output_dir": str(out), "cache_path": str(tmp_path/"c.sqlite"), **({"n_boot": given} if given else {})}
-        pm.execute_notebook(str(EXP/"smoke.ipynb"), str(tmp_path/"out.ipynb"), parameters=params, progress_bar=False,
-                            kernel_name="python3", extra_arguments=QUIET_KERNEL)
+        run_report_notebook(EXP/"smoke.ipynb", tmp_path/"out.ipynb", parameters=params)
         assert json.loads((out/"manifest.json").read_text())["study"]["n_boot"] == expected
 
 
