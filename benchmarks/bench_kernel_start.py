@@ -16,16 +16,16 @@ from pathlib import Path
 import nbformat
 import papermill as pm
 
-from mmresearch.report import socket_file_kernel_manager
+from mmresearch.report import QUIET_KERNEL, socket_file_kernel_manager
 
 
 def one_run(args: tuple[str, Path, int]) -> str | None:
-    "Run the notebook once with the named manager; the error, or None."
+    "Run the notebook once with the named manager and the report kernels' options; the error, or None."
     manager, notebook, i = args
     extra = {"kernel_manager_class": socket_file_kernel_manager()} if manager == "socket files" else {}
     try:
         pm.execute_notebook(str(notebook), str(notebook.with_name(f"out{i}.ipynb")), kernel_name="python3", progress_bar=False,
-                            extra_arguments=["--IPKernelApp.log_level=CRITICAL"], **extra)
+                            extra_arguments=QUIET_KERNEL, **extra)
         return None
     except Exception as e: return f"{type(e).__name__}: {str(e)[:150]}"
 
