@@ -37,7 +37,7 @@ lab: env
 export: env
 	$(BIN)/nbdev_export && $(BIN)/nbdev_clean
 
-# Retrain the embedded tiny model from its seed, deterministically (about 4.5 hours on 2 cores): tower, sixteen phases, evaluation,
+# Retrain the embedded tiny model from its seed, deterministically (about 7 hours on 2 cores): tower, twenty-two phases, evaluation,
 # run.json, eval.json and MODEL_CARD.md in mmresearch/assets/tiny-llava/ (then `git diff` shows whether anything moved).
 tiny: env
 	$(BIN)/python -c "from mmresearch.tiny import make_tiny; make_tiny()"

@@ -47,12 +47,13 @@ __all__ = ['SPECIAL_TOKENS', 'OPTION_LETTERS', 'CHAT_TEMPLATE', 'SHORT_PROMPTS',
            'DEFAULT_WEIGHTS', 'TINY_SUMMARY', 'SHIPPED', 'SHIPPED_VISION_STEPS', 'SHIPPED_PHASES', 'STUDY_WEIGHTS',
            'STUDY_PHASE', 'SKILL_WEIGHTS', 'SKILL_PHASE', 'ATTRIBUTE_WEIGHTS', 'ATTRIBUTE_PHASE', 'TOWER_WEIGHTS',
            'TOWER_PHASE', 'FINE_WEIGHTS', 'FINE_PHASE', 'WHERE_PHASES', 'RETURN_PHASE', 'SETTLE_WEIGHTS',
-           'SETTLE_PHASE', 'RELATION_PHASE', 'RELATION_RETURN_PHASE', 'RELATION_SETTLE_PHASE', 'STUDY_PHASES',
-           'SHIPPED_THREADS', 'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava', 'tiny_processor', 'build_tiny_llava',
-           'study_texts', 'tiny_vocabulary', 'Example', 'judge_score', 'make_example', 't2i_held_out_texts', 't2i_draw',
-           'draw_examples', 'collate_chats', 'collate', 'llava_chat', 'patch_targets', 'vision_heads',
-           'vision_accuracy', 'pretrain_vision', 'grounding_targets', 'grounding_loss', 'TrainConfig', 'train',
-           'train_chats', 'eval_examples', 'ask', 'score_answer', 'accuracy', 'description_hallucination',
+           'SETTLE_PHASE', 'RELATION_PHASE', 'RELATION_RETURN_PHASE', 'RELATION_SETTLE_PHASE', 'EVENT_PHASE',
+           'EVENT_RETURN_PHASE', 'EVENT_SETTLE_PHASE', 'EVENT_PAIR_PHASE', 'PAIR_RETURN_PHASE', 'PAIR_SETTLE_PHASE',
+           'STUDY_PHASES', 'SHIPPED_THREADS', 'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava', 'tiny_processor',
+           'build_tiny_llava', 'study_texts', 'tiny_vocabulary', 'Example', 'judge_score', 'make_example',
+           't2i_held_out_texts', 't2i_draw', 'draw_examples', 'collate_chats', 'collate', 'llava_chat', 'patch_targets',
+           'vision_heads', 'vision_accuracy', 'pretrain_vision', 'grounding_targets', 'grounding_loss', 'TrainConfig',
+           'train', 'train_chats', 'eval_examples', 'ask', 'score_answer', 'accuracy', 'description_hallucination',
            'easyvqa_accuracy', 'file_sha256', 'write_model_card', 'train_tiny', 'state_sha256', 'train_shipped',
            'evaluate_tiny', 'write_run', 'make_tiny', 'ablation_losses']
 
@@ -327,6 +328,7 @@ def _ex_long(scene, rng):
 _MAKERS = {"short": _ex_short, "long": _ex_long, "exist": _ex_exist, "which": _ex_which, "color": _ex_color, "bind": _ex_bind, "count": _ex_count, "size": _ex_size,
            "relation": _ex_relation, "haleval": _ex_haleval, "mc": _ex_mc, "judge": _ex_judge}
 _SCENE_MAKERS = {}   # task -> maker that draws its own scene (the studies' text-to-image tasks, below)
+_PAIR_MAKERS = {}    # task -> hallucination types asked in same-scene true/false pairs (below)
 
 def make_example(task: str, # one of TASKS
                  scene, # a `scenes.Scene`
@@ -426,12 +428,13 @@ _SCENE_MAKERS = {"vqa_study": _ex_vqa_study, "t2i_study": _ex_t2i_study}   # the
 def draw_examples(task: str, n: int, rng: random.Random,
                   scene_cfg=None, # a `scenes.SceneConfig`; default the world's own
                   split: str = "train") -> list[Example]:
-    "`n` examples of one task about random scenes of a split (train, for training)."
+    "`n` examples of one task about random scenes of a split (train, for training); a pair task's come two per scene."
     out, cfg = [], scene_cfg or SceneConfig()
     while len(out) < n:
-        e = make_example(task, generate_scene(scene_seed(split, rng.randrange(10**6)), cfg), rng)
-        if e is not None: out.append(e)
-    return out
+        scene = generate_scene(scene_seed(split, rng.randrange(10**6)), cfg)
+        if task in _PAIR_MAKERS: out += [Example(task, scene, *qa) for qa in _hal_pair(scene, rng, _PAIR_MAKERS[task]) or ()]
+        elif (e := make_example(task, scene, rng)) is not None: out.append(e)
+    return out[:n]
 
 def _chat(prompt: str, answer: str | None = None) -> list[dict]:
     conv = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": prompt}]}]
@@ -515,8 +518,21 @@ FINE_HAL_TYPES = ("attribute", "relation", "event")
 
 def _ex_hal_fine(scene, rng): return _hal_question(scene, rng, FINE_HAL_TYPES)
 def _ex_hal_relation(scene, rng): return _hal_question(scene, rng, ("relation",))
+def _ex_hal_event(scene, rng): return _hal_question(scene, rng, ("event",))
 
-_MAKERS |= {"hal_fine": _ex_hal_fine, "hal_relation": _ex_hal_relation}
+_MAKERS |= {"hal_fine": _ex_hal_fine, "hal_relation": _ex_hal_relation, "hal_event": _ex_hal_event}
+
+# %% ../nbs/06_tiny.ipynb #5db478f4
+def _hal_pair(scene, rng, types: tuple) -> list[tuple] | None:
+    "(question, answer, label) for the scene's true caption and for one of its hallucinations of `types`, in one wording."
+    cap, hals = _study_caption(scene)
+    kinds = sorted(t for t in hals if t in types)
+    if not kinds: return None
+    variant = rng.choice(("paper", "repo"))
+    return [(disc_question(c, variant, False), _yes_no(true), "yes" if true else "no")
+            for c, true in ((cap.text, True), (hals[rng.choice(kinds)].caption, False))]
+
+_PAIR_MAKERS |= {"event_pairs": ("event",), "hal_pairs": HAL_TYPES}
 
 # %% ../nbs/06_tiny.ipynb #430eb9be
 def llava_chat(conversation: dict) -> list[dict]:
@@ -671,6 +687,7 @@ class TrainConfig:
     weights: dict = None # task -> sampling weight; default DEFAULT_WEIGHTS
     log_every: int = 100
     grounding: float = 0.0 # weight of the grounding loss (attention from category words to their patches); 0 = off
+    objects: int | None = None # after the curriculum every scene has this many objects; None: the world's own mix (1-3)
 
 def _fit(tl: TinyLlava, tc: TrainConfig, next_batch, # (step, rng) -> (name, model inputs)
          log=print, time_limit_s: float | None = None) -> list[dict]:
@@ -711,8 +728,9 @@ def train(tl: TinyLlava, tc: TrainConfig, log=print, time_limit_s: float | None 
     weights = tc.weights or DEFAULT_WEIGHTS
     tasks, w = list(weights), list(weights.values())
     one = SceneConfig(min_objects=1, max_objects=1)
+    later = None if tc.objects is None else SceneConfig(min_objects=tc.objects, max_objects=tc.objects)
     def next_batch(step: int, rng: random.Random):
-        cfg = one if step <= tc.curriculum_steps else None
+        cfg = one if step <= tc.curriculum_steps else later
         task = rng.choices(tasks, w)[0]
         if cfg is one and task == "relation": task = "exist"
         exs = draw_examples(task, tc.batch_size, rng, cfg)
@@ -919,8 +937,18 @@ RELATION_PHASE = TrainConfig(steps=900, lr=3e-4, batch_size=32, warmup=50, seed=
                              vision_lr_scale=0.3, curriculum_steps=900)   # caption checks wrong in the region alone, on one-object scenes
 RELATION_RETURN_PHASE = replace(RETURN_PHASE, weights=FINE_WEIGHTS | {"hal_relation": 1.5})   # the twelfth and thirteenth phases again,
 RELATION_SETTLE_PHASE = replace(SETTLE_PHASE, weights=SETTLE_WEIGHTS | {"hal_relation": 0.5})  # keeping some of the region check
+EVENT_PHASE = TrainConfig(steps=600, lr=3e-4, batch_size=32, warmup=50, seed=22, weights={"hal_event": 1.0, "event": 0.5}, log_every=50,
+                          vision_lr_scale=0.3, objects=2)   # caption checks wrong in an event alone, on two-object scenes
+EVENT_RETURN_PHASE = replace(RETURN_PHASE, seed=23, weights=RELATION_RETURN_PHASE.weights | {"hal_event": 1.5})   # return and settle
+EVENT_SETTLE_PHASE = replace(SETTLE_PHASE, seed=24, weights=RELATION_SETTLE_PHASE.weights | {"hal_event": 0.5})   # again, on fresh seeds
+EVENT_PAIR_PHASE = TrainConfig(steps=400, lr=1e-3, batch_size=32, warmup=50, seed=25, weights={"event_pairs": 1.0},
+                               log_every=50)   # direct event caption checks in same-scene pairs, the tower frozen
+PAIR_RETURN_PHASE = replace(RETURN_PHASE, seed=26, weights=EVENT_RETURN_PHASE.weights | {"event_pairs": 1.5, "hal_pairs": 2.5, "color": 1.0,
+                                                                                       "short": 0.5, "long": 0.5})   # wins back colour
+PAIR_SETTLE_PHASE = replace(SETTLE_PHASE, seed=27, weights=EVENT_SETTLE_PHASE.weights | {"event_pairs": 0.5, "hal_pairs": 1.0})   # and descriptions
 STUDY_PHASES = [STUDY_PHASE, SKILL_PHASE, ATTRIBUTE_PHASE, TOWER_PHASE, FINE_PHASE, *WHERE_PHASES, RETURN_PHASE, SETTLE_PHASE,
-                RELATION_PHASE, RELATION_RETURN_PHASE, RELATION_SETTLE_PHASE] # the phases run after the save point of the first four
+                RELATION_PHASE, RELATION_RETURN_PHASE, RELATION_SETTLE_PHASE, EVENT_PHASE, EVENT_RETURN_PHASE,
+                EVENT_SETTLE_PHASE, EVENT_PAIR_PHASE, PAIR_RETURN_PHASE, PAIR_SETTLE_PHASE] # the phases run after the save point of the first four
 
 def state_sha256(model) -> str:
     "SHA-256 over a model's parameters and buffers (names, shapes and float bytes, in name order)."

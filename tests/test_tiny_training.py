@@ -8,12 +8,13 @@ import pytest
 from mmresearch.scene_samples import make_samples
 from mmresearch.scenes import SPLITS
 from mmresearch.t2i_judge import T2I_CATEGORIES, prompt_set
-from mmresearch.tiny import (ATTRIBUTE_WEIGHTS, FINE_PHASE, FINE_WEIGHTS, RELATION_PHASE, RELATION_RETURN_PHASE, RELATION_SETTLE_PHASE,
-                             RETURN_PHASE, SETTLE_PHASE, SETTLE_WEIGHTS, SKILL_TASKS, SKILL_WEIGHTS, STUDY_PHASES, STUDY_TASKS, STUDY_WEIGHTS,
+from mmresearch.tiny import (ATTRIBUTE_WEIGHTS, EVENT_PAIR_PHASE, EVENT_PHASE, EVENT_RETURN_PHASE, EVENT_SETTLE_PHASE, FINE_PHASE, FINE_WEIGHTS,
+                             PAIR_RETURN_PHASE, PAIR_SETTLE_PHASE,
+                             RELATION_PHASE, RELATION_RETURN_PHASE, RELATION_SETTLE_PHASE, RETURN_PHASE, SETTLE_PHASE, SETTLE_WEIGHTS, SKILL_TASKS, SKILL_WEIGHTS, STUDY_PHASES, STUDY_TASKS, STUDY_WEIGHTS,
                              TOWER_PHASE, TOWER_WEIGHTS, WHERE_PHASES, TinyLlavaConfig, TrainConfig, draw_examples, state_sha256,
                              t2i_held_out_texts, train_shipped, train_tiny)
 
-SCENE_TASKS = ("hal_study", "hal_fine", "hal_relation", "mc_study", *SKILL_TASKS)
+SCENE_TASKS = ("hal_study", "hal_fine", "hal_relation", "hal_event", "event_pairs", "hal_pairs", "mc_study", *SKILL_TASKS)
 T2I_TASKS = ("vqa_study", "t2i_study")
 
 # state_sha256 of the short run below (torch 1 thread, CPU); re-derive only when the recipe or a task maker changes on purpose
@@ -39,7 +40,7 @@ def test_t2i_tasks_never_use_the_studys_prompts():
 
 
 def test_study_tasks_have_both_answers():
-    for task in ("hal_study", "hal_fine", "hal_relation", "vqa_study", *SKILL_TASKS):
+    for task in ("hal_study", "hal_fine", "hal_relation", "hal_event", "event_pairs", "hal_pairs", "vqa_study", *SKILL_TASKS):
         assert {e.label for e in draw_examples(task, 40, random.Random(4))} - {None} == {"yes", "no"}, task   # where: some open
     assert len({e.label for e in draw_examples("mc_study", 40, random.Random(4))}) == 4   # gold letters in every position
 
@@ -62,12 +63,23 @@ def test_short_retraining_reproduces_checksum(tmp_path):
     assert set(SKILL_TASKS) <= set(SKILL_WEIGHTS) | set(ATTRIBUTE_WEIGHTS)
     assert [p.weights for p in STUDY_PHASES] == [STUDY_WEIGHTS, SKILL_WEIGHTS, ATTRIBUTE_WEIGHTS, TOWER_WEIGHTS, FINE_WEIGHTS,
                                                  {"where": 1.0}, {"where": 1.0}, FINE_WEIGHTS, SETTLE_WEIGHTS, {"hal_relation": 1.0, "where": 0.5},
-                                                 FINE_WEIGHTS | {"hal_relation": 1.5}, SETTLE_WEIGHTS | {"hal_relation": 0.5}]
-    assert all(p.vision_lr_scale > 0 for p in STUDY_PHASES[3:])   # the last nine also train the tower
+                                                 FINE_WEIGHTS | {"hal_relation": 1.5}, SETTLE_WEIGHTS | {"hal_relation": 0.5},
+                                                 {"hal_event": 1.0, "event": 0.5}, FINE_WEIGHTS | {"hal_relation": 1.5, "hal_event": 1.5},
+                                                 SETTLE_WEIGHTS | {"hal_relation": 0.5, "hal_event": 0.5}, {"event_pairs": 1.0},
+                                                 FINE_WEIGHTS | {"hal_relation": 1.5, "hal_event": 1.5, "event_pairs": 1.5, "hal_pairs": 2.5,
+                                                                 "color": 1.0, "short": 0.5, "long": 0.5},
+                                                 SETTLE_WEIGHTS | {"hal_relation": 0.5, "hal_event": 0.5, "event_pairs": 0.5, "hal_pairs": 1.0}]
+    assert [p.vision_lr_scale > 0 for p in STUDY_PHASES[3:]] == [p is not EVENT_PAIR_PHASE for p in STUDY_PHASES[3:]]   # the tower
+    # learns in every phase from the eighth on but the twentieth, which runs at a higher rate on one narrow task
+    assert [p.objects for p in STUDY_PHASES].count(None) == len(STUDY_PHASES) - 1 and EVENT_PHASE.objects == 2
     one_object = (*WHERE_PHASES, RELATION_PHASE)
     assert all(p.curriculum_steps == p.steps for p in one_object) and all(p.curriculum_steps == 0 for p in STUDY_PHASES if p not in one_object)
     for again, before in ((RELATION_RETURN_PHASE, RETURN_PHASE), (RELATION_SETTLE_PHASE, SETTLE_PHASE)):   # the same seed, rate and length
         assert {**again.__dict__, "weights": None} == {**before.__dict__, "weights": None}
+    for again, before in ((EVENT_RETURN_PHASE, RETURN_PHASE), (EVENT_SETTLE_PHASE, SETTLE_PHASE), (PAIR_RETURN_PHASE, RETURN_PHASE),
+                          (PAIR_SETTLE_PHASE, SETTLE_PHASE)):   # the same rate and length, new seeds
+        assert {**again.__dict__, "weights": None, "seed": None} == {**before.__dict__, "weights": None, "seed": None}
+    assert len({p.seed for p in STUDY_PHASES}) == len(STUDY_PHASES) - 2   # only the fifteenth and sixteenth reuse seeds
 
 
 # state_sha256 of a short run whose later phase trains the tower too, on the ninth phase's task mix (hal_fine included)
@@ -99,3 +111,23 @@ def test_a_one_object_phase_reproduces_its_checksum(tmp_path, name, phase):
     assert short_run_sha256(tmp_path/"tiny", phase, curriculum_steps=3) == ONE_OBJECT_SHA256[name]
     whole = short_run_sha256(tmp_path/"whole", phase, curriculum_steps=0)
     assert whole != ONE_OBJECT_SHA256[name]   # the one-object scenes are part of what the checksum pins
+
+
+# state_sha256 of a short run on the seventeenth phase's recipe (caption checks wrong in an event alone, on two-object scenes)
+TWO_OBJECT_SHA256 = "9b94624d5315322a09eb809bbf8407fec3972d28bab72510089d487f3e71b1d9"
+
+
+def test_the_two_object_phase_reproduces_its_checksum(tmp_path):
+    assert short_run_sha256(tmp_path/"tiny", EVENT_PHASE) == TWO_OBJECT_SHA256
+    mixed = short_run_sha256(tmp_path/"mixed", EVENT_PHASE, objects=None)
+    assert mixed != TWO_OBJECT_SHA256   # the two-object scenes are part of what the checksum pins
+
+
+# state_sha256 of a short run on the twentieth phase's recipe (direct caption checks in same-scene true/false pairs, events)
+EVENT_PAIRS_SHA256 = "1eb67779f6a4dbd72418a2e5db1beebc55f10d514eb05ebd1014bb06c8172b58"
+
+
+def test_the_event_pair_phase_reproduces_its_checksum(tmp_path):
+    assert short_run_sha256(tmp_path/"tiny", EVENT_PAIR_PHASE) == EVENT_PAIRS_SHA256
+    single = short_run_sha256(tmp_path/"single", EVENT_PAIR_PHASE, weights={"hal_event": 1.0})
+    assert single != EVENT_PAIRS_SHA256   # asking in pairs is part of what the checksum pins
