@@ -334,6 +334,7 @@ def make_example(task: str, # one of TASKS
                  scene, # a `scenes.Scene`
                  rng: random.Random) -> Example | None:
     "One example of `task` about `scene`, or None when the scene cannot pose it (e.g. no relation with one object)."
+    if task in _PAIR_MAKERS: raise ValueError(f"{task!r} asks two questions about each scene: draw it with draw_examples")
     if task not in _MAKERS and task not in _SCENE_MAKERS: raise ValueError(f"unknown task {task!r}; choose one of {(*_MAKERS, *_SCENE_MAKERS)}")
     if task in ("color",) and not _unique(scene): return None
     if task == "bind" and not (len(_unique(scene)) == 2 == len(scene.objects) and len({o.color for o in scene.objects}) == 2): return None

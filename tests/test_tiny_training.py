@@ -8,11 +8,11 @@ import pytest
 from mmresearch.scene_samples import make_samples
 from mmresearch.scenes import SPLITS
 from mmresearch.t2i_judge import T2I_CATEGORIES, prompt_set
-from mmresearch.tiny import (ATTRIBUTE_WEIGHTS, EVENT_PAIR_PHASE, EVENT_PHASE, EVENT_RETURN_PHASE, EVENT_SETTLE_PHASE, FINE_PHASE, FINE_WEIGHTS,
-                             PAIR_RETURN_PHASE, PAIR_SETTLE_PHASE,
-                             RELATION_PHASE, RELATION_RETURN_PHASE, RELATION_SETTLE_PHASE, RETURN_PHASE, SETTLE_PHASE, SETTLE_WEIGHTS, SKILL_TASKS, SKILL_WEIGHTS, STUDY_PHASES, STUDY_TASKS, STUDY_WEIGHTS,
-                             TOWER_PHASE, TOWER_WEIGHTS, WHERE_PHASES, TinyLlavaConfig, TrainConfig, draw_examples, state_sha256,
-                             t2i_held_out_texts, train_shipped, train_tiny)
+from mmresearch.tiny import (ATTRIBUTE_WEIGHTS, EVENT_PAIR_PHASE, EVENT_PHASE, EVENT_RETURN_PHASE, EVENT_SETTLE_PHASE, FINE_PHASE,
+                             FINE_WEIGHTS, PAIR_RETURN_PHASE, PAIR_SETTLE_PHASE, RELATION_PHASE, RELATION_RETURN_PHASE,
+                             RELATION_SETTLE_PHASE, RETURN_PHASE, SETTLE_PHASE, SETTLE_WEIGHTS, SKILL_TASKS, SKILL_WEIGHTS, STUDY_PHASES,
+                             STUDY_TASKS, STUDY_WEIGHTS, TOWER_PHASE, TOWER_WEIGHTS, WHERE_PHASES, TinyLlavaConfig, TrainConfig,
+                             draw_examples, state_sha256, t2i_held_out_texts, train_shipped, train_tiny)
 
 SCENE_TASKS = ("hal_study", "hal_fine", "hal_relation", "hal_event", "event_pairs", "hal_pairs", "mc_study", *SKILL_TASKS)
 T2I_TASKS = ("vqa_study", "t2i_study")
