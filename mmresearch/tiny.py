@@ -49,13 +49,14 @@ __all__ = ['SPECIAL_TOKENS', 'OPTION_LETTERS', 'CHAT_TEMPLATE', 'SHORT_PROMPTS',
            'TOWER_PHASE', 'FINE_WEIGHTS', 'FINE_PHASE', 'WHERE_PHASES', 'RETURN_PHASE', 'SETTLE_WEIGHTS',
            'SETTLE_PHASE', 'RELATION_PHASE', 'RELATION_RETURN_PHASE', 'RELATION_SETTLE_PHASE', 'EVENT_PHASE',
            'EVENT_RETURN_PHASE', 'EVENT_SETTLE_PHASE', 'EVENT_PAIR_PHASE', 'PAIR_RETURN_PHASE', 'PAIR_SETTLE_PHASE',
-           'STUDY_PHASES', 'SHIPPED_THREADS', 'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava', 'tiny_processor',
-           'build_tiny_llava', 'study_texts', 'tiny_vocabulary', 'Example', 'judge_score', 'make_example',
-           't2i_held_out_texts', 't2i_draw', 'draw_examples', 'collate_chats', 'collate', 'llava_chat', 'patch_targets',
-           'vision_heads', 'vision_accuracy', 'pretrain_vision', 'grounding_targets', 'grounding_loss', 'TrainConfig',
-           'train', 'train_chats', 'eval_examples', 'ask', 'score_answer', 'accuracy', 'description_hallucination',
-           'easyvqa_accuracy', 'file_sha256', 'write_model_card', 'train_tiny', 'state_sha256', 'train_shipped',
-           'evaluate_tiny', 'write_run', 'make_tiny', 'ablation_losses']
+           'STUDY_PHASES', 'SHIPPED_THREADS', 'CHANGE_KINDS', 'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava',
+           'tiny_processor', 'build_tiny_llava', 'study_texts', 'tiny_vocabulary', 'Example', 'judge_score',
+           'make_example', 't2i_held_out_texts', 't2i_draw', 'draw_examples', 'collate_chats', 'collate', 'llava_chat',
+           'patch_targets', 'vision_heads', 'vision_accuracy', 'pretrain_vision', 'grounding_targets', 'grounding_loss',
+           'TrainConfig', 'train', 'train_chats', 'eval_examples', 'ask', 'score_answer', 'accuracy',
+           'description_hallucination', 'easyvqa_accuracy', 'file_sha256', 'write_model_card', 'train_tiny',
+           'state_sha256', 'train_shipped', 'change_kind', 'caption_check_by_change', 'evaluate_tiny', 'write_run',
+           'make_tiny', 'ablation_losses']
 
 # %% ../nbs/06_tiny.ipynb #70eff159
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>", "<image>")
@@ -988,13 +989,54 @@ def train_shipped(folder: str | Path, # where to save the model
     return run
 
 
+# %% ../nbs/06_tiny.ipynb #b757dfc8
+from .captions import TEXTURE_WITH
+from .rewrite import Hallucination
+
+CHANGE_KINDS = {"object": ("object",), "attribute": ("colour", "size", "texture", "count"),
+                "relation": ("region", "between objects"), "event": ("event",)}
+_ATTRIBUTE_WORDS = {"colour": set(COLORS), "size": set(SIZES), "count": set(NUMBER_WORDS),
+                    "texture": set(TEXTURES) | {w for p in TEXTURE_WITH.values() for w in p.split()} - {"with"}}
+
+def change_kind(h: Hallucination) -> str:
+    "What a study hallucination changes: an attribute's colour, size, texture or count; a region or a relation between objects; else its type."
+    if h.type == "relation": return "between objects" if (h.contradicts or "").rsplit(" ", 1)[-1] in CATEGORIES else "region"
+    if h.type != "attribute": return h.type
+    changed = set(h.content.split()) ^ set((h.contradicts or "").split())
+    kinds = [k for k, words in _ATTRIBUTE_WORDS.items() if changed & words]
+    if len(kinds) != 1: raise ValueError(f"attribute hallucination {h.caption!r} changes {sorted(changed)}: not exactly one of {sorted(_ATTRIBUTE_WORDS)}")
+    return kinds[0]
+
+# %% ../nbs/06_tiny.ipynb #7f1319f3
+def _caption_checks(scene, variant: str) -> list[tuple[str | None, Example]]:
+    "(None, the direct check of the scene's true caption), then (what it changes, the check) for each of its hallucinations."
+    cap, hals = _study_caption(scene)
+    def check(text: str, true: bool) -> Example:
+        return Example("hal_study", scene, disc_question(text, variant, False), _yes_no(true), "yes" if true else "no")
+    return [(None, check(cap.text, True))] + [(change_kind(h), check(h.caption, False)) for h in hals.values()]
+
+def caption_check_by_change(model, # the model under test, called through the cache
+                            n: int = 300, # test scenes; each adds its true caption and its hallucinations
+                            seed: int = 0) -> list[dict]:
+    "Hal-Eval's direct caption check by what the false caption changes: false ones rejected, their true captions accepted, the mean."
+    checks = [_caption_checks(generate_scene(scene_seed("test", i, seed)), ("paper", "repo")[i % 2]) for i in range(n)]
+    asked = [e for c in checks for _, e in c]
+    right = iter([bool(score_answer(e, r.text if not r.error else None)) for e, r in zip(asked, ask(model, asked))])
+    pairs = {k: [] for kinds in CHANGE_KINDS.values() for k in kinds}   # kind -> (true accepted, false rejected)
+    for c in checks:
+        true_ok = next(right)
+        for kind, _ in c[1:]: pairs[kind].append((true_ok, next(right)))
+    def share(marks: list) -> float: return round(sum(marks) / len(marks), 3)
+    return [{"type": t, "change": k, "pairs": len(p), "false rejected": share([b for _, b in p]), "true accepted": share([a for a, _ in p]),
+             "accuracy": share([(a + b) / 2 for a, b in p])} for t, kinds in CHANGE_KINDS.items() for k in kinds if (p := pairs[k])]
+
 # %% ../nbs/06_tiny.ipynb #62f654a5
 def evaluate_tiny(model, # the model under test, called through the cache
                   n: int = 200, # questions per task
                   n_desc: int = 100, # detailed descriptions judged for hallucination
                   n_easyvqa: int = 100, # easy-VQA images
                   seed: int = 0) -> dict[str, list[dict]]:
-    "The model card's tables: in-domain accuracy per task with blank/shuffled-image ablations, study-format failures, descriptions, easy-VQA."
+    "The model card's tables: in-domain accuracy per task with blank/shuffled-image ablations, Hal-Eval by form and by change, study-format failures, descriptions, easy-VQA."
     rows, failures = [], []
     for task in ("exist", "color", "count", "size", "relation", "where", "event", "attribute", "mc", "judge", "haleval", "hal_study",
                  "hal_fine", "mc_study"):
@@ -1019,6 +1061,7 @@ def evaluate_tiny(model, # the model under test, called through the cache
     indomain_yn = [r for r in rows if r["task"] in ("exist",)][0]["scene"]
     return {"In-domain accuracy (test split) with image ablations": rows,
             "Hal-Eval discriminative: direct vs chain-of-thought": hal,
+            "Hal-Eval caption check by what the false caption changes (direct, test split)": caption_check_by_change(model, seed=seed),
             "Failure examples of the study formats (test split)": failures,
             "Hallucination in detailed descriptions (claims judged against the scene graph)": [{k: v for k, v in desc.items() if k != "example"}],
             "Example detailed description (test scene 0)": [{"text": desc["example"]}],
