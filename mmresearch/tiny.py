@@ -525,14 +525,17 @@ def _ex_hal_event(scene, rng): return _hal_question(scene, rng, ("event",))
 _MAKERS |= {"hal_fine": _ex_hal_fine, "hal_relation": _ex_hal_relation, "hal_event": _ex_hal_event}
 
 # %% ../nbs/06_tiny.ipynb #5db478f4
+def _direct_check(caption: str, true: bool, variant: str) -> tuple[str, str, str]:
+    "(question, answer, label) of Hal-Eval's direct check of one caption in one wording."
+    return disc_question(caption, variant, False), _yes_no(true), "yes" if true else "no"
+
 def _hal_pair(scene, rng, types: tuple) -> list[tuple] | None:
-    "(question, answer, label) for the scene's true caption and for one of its hallucinations of `types`, in one wording."
+    "`_direct_check`s of the scene's true caption and of one of its hallucinations of `types`, in one wording."
     cap, hals = _study_caption(scene)
     kinds = sorted(t for t in hals if t in types)
     if not kinds: return None
     variant = rng.choice(("paper", "repo"))
-    return [(disc_question(c, variant, False), _yes_no(true), "yes" if true else "no")
-            for c, true in ((cap.text, True), (hals[rng.choice(kinds)].caption, False))]
+    return [_direct_check(cap.text, True, variant), _direct_check(hals[rng.choice(kinds)].caption, False, variant)]
 
 _PAIR_MAKERS |= {"event_pairs": ("event",), "hal_pairs": HAL_TYPES}
 
@@ -1011,8 +1014,7 @@ def change_kind(h: Hallucination) -> str:
 def _caption_checks(scene, variant: str) -> list[tuple[str | None, Example]]:
     "(None, the direct check of the scene's true caption), then (what it changes, the check) for each of its hallucinations."
     cap, hals = _study_caption(scene)
-    def check(text: str, true: bool) -> Example:
-        return Example("hal_study", scene, disc_question(text, variant, False), _yes_no(true), "yes" if true else "no")
+    def check(text: str, true: bool) -> Example: return Example("hal_study", scene, *_direct_check(text, true, variant))
     return [(None, check(cap.text, True))] + [(change_kind(h), check(h.caption, False)) for h in hals.values()]
 
 def caption_check_by_change(model, # the model under test, called through the cache
@@ -1036,7 +1038,7 @@ def evaluate_tiny(model, # the model under test, called through the cache
                   n_desc: int = 100, # detailed descriptions judged for hallucination
                   n_easyvqa: int = 100, # easy-VQA images
                   seed: int = 0) -> dict[str, list[dict]]:
-    "The model card's tables: in-domain accuracy per task with blank/shuffled-image ablations, Hal-Eval by form and by change, study-format failures, descriptions, easy-VQA."
+    "The card's tables: per-task accuracy with image ablations, Hal-Eval by form and by change, failures, descriptions, easy-VQA."
     rows, failures = [], []
     for task in ("exist", "color", "count", "size", "relation", "where", "event", "attribute", "mc", "judge", "haleval", "hal_study",
                  "hal_fine", "mc_study"):
