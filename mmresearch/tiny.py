@@ -987,7 +987,8 @@ def train_shipped(folder: str | Path, # where to save the model
                            for r in train(tl, phases[i], log=log)]
     finally: torch.set_num_threads(before)
     tl.save(folder)
-    run |= {"cfg": tl.config, "tc": phases, "history": hist, "model": tl, "state_sha256": state_sha256(tl.model)}
+    run |= {"cfg": tl.config, "tc": phases, "history": hist, "model": tl, "threads": list(threads),
+            "state_sha256": state_sha256(tl.model)}
     log(f"weights sha256 (state): {run['state_sha256']}")
     return run
 
@@ -1075,7 +1076,7 @@ def evaluate_tiny(model, # the model under test, called through the cache
 def write_run(folder: str | Path, run: dict) -> Path:
     "`run.json` beside the weights: sizes, phases, histories, the tower's accuracy and the weights' checksum."
     keep = {"cfg": asdict(run["cfg"]), "tc": [asdict(p) for p in run["tc"]], "history": run["history"], "vision": run["vision"],
-            "vision_history": run["vision_history"], "threads": list(SHIPPED_THREADS), "state_sha256": run["state_sha256"]}
+            "vision_history": run["vision_history"], "threads": run["threads"], "state_sha256": run["state_sha256"]}
     path = Path(folder)/"run.json"
     path.write_text(json.dumps(keep | ({"start": run["start"]} if run.get("start") else {}), indent=1))
     return path

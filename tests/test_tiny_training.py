@@ -1,5 +1,6 @@
 """The tiny model's training data: train-split scenes and text-to-image prompts the studies never ask (disjoint from
 evaluation), and a short retraining run that reproduces a stored checksum (the shipped recipe is deterministic)."""
+import json
 import random
 
 import torch
@@ -12,7 +13,7 @@ from mmresearch.tiny import (ATTRIBUTE_WEIGHTS, EVENT_PAIR_PHASE, EVENT_PHASE, E
                              FINE_WEIGHTS, PAIR_RETURN_PHASE, PAIR_SETTLE_PHASE, RELATION_PHASE, RELATION_RETURN_PHASE,
                              RELATION_SETTLE_PHASE, RETURN_PHASE, SETTLE_PHASE, SETTLE_WEIGHTS, SKILL_TASKS, SKILL_WEIGHTS, STUDY_PHASES,
                              STUDY_TASKS, STUDY_WEIGHTS, TOWER_PHASE, TOWER_WEIGHTS, WHERE_PHASES, TinyLlavaConfig, TrainConfig,
-                             draw_examples, state_sha256, t2i_held_out_texts, train_shipped, train_tiny)
+                             draw_examples, state_sha256, t2i_held_out_texts, train_shipped, train_tiny, write_run)
 
 SCENE_TASKS = ("hal_study", "hal_fine", "hal_relation", "hal_event", "event_pairs", "hal_pairs", "mc_study", *SKILL_TASKS)
 T2I_TASKS = ("vqa_study", "t2i_study")
@@ -51,6 +52,7 @@ def test_short_retraining_reproduces_checksum(tmp_path):
               TrainConfig(steps=3, batch_size=4, warmup=1, seed=4, weights=STUDY_WEIGHTS, log_every=1)]
     run = train_shipped(tmp_path/"tiny", phases=phases, cfg=small, vision_steps=2, later=1, threads=(1, 1), log=lambda m: None)
     assert run["state_sha256"] == SHORT_RUN_SHA256
+    assert json.loads(write_run(tmp_path/"tiny", run).read_text())["threads"] == [1, 1]   # the threads it ran with
     # the last phase run on saved weights of the first (how the shipped model was made) gives the same weights
     threads = torch.get_num_threads()
     torch.set_num_threads(1)     # as the chain ran its first phase (threads[0] = 1): other thread counts sum in another order
