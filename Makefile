@@ -39,5 +39,7 @@ export: env
 
 # Retrain the embedded tiny model from its seed, deterministically (about 7 hours on 2 cores): tower, twenty-two phases, evaluation,
 # run.json, eval.json and MODEL_CARD.md in mmresearch/assets/tiny-llava/ (then `git diff` shows whether anything moved).
+# The shipped weights were trained with AVX2 kernels: on an AVX-512 CPU torch and oneDNN would pick others and sum in
+# another order, so both are pinned (as tests/conftest.py does for the checksum tests).
 tiny: env
-	$(BIN)/python -c "from mmresearch.tiny import make_tiny; make_tiny()"
+	ATEN_CPU_CAPABILITY=avx2 DNNL_MAX_CPU_ISA=AVX2 $(BIN)/python -c "from mmresearch.tiny import make_tiny; make_tiny()"

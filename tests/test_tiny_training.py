@@ -1,6 +1,7 @@
 """The tiny model's training data: train-split scenes and text-to-image prompts the studies never ask (disjoint from
 evaluation), and a short retraining run that reproduces a stored checksum (the shipped recipe is deterministic)."""
 import json
+import platform
 import random
 
 import torch
@@ -18,7 +19,8 @@ from mmresearch.tiny import (ATTRIBUTE_WEIGHTS, EVENT_PAIR_PHASE, EVENT_PHASE, E
 SCENE_TASKS = ("hal_study", "hal_fine", "hal_relation", "hal_event", "event_pairs", "hal_pairs", "mc_study", *SKILL_TASKS)
 T2I_TASKS = ("vqa_study", "t2i_study")
 
-# state_sha256 of the short run below (torch 1 thread, CPU); re-derive only when the recipe or a task maker changes on purpose
+# state_sha256 of the short run below (torch 1 thread, CPU kernels pinned to AVX2 by conftest.py); re-derive only when
+# the recipe or a task maker changes on purpose
 # (last: the Hal-Eval repo wording became the repository script's verbatim text, which the hal_study task asks)
 SHORT_RUN_SHA256 = "f5d8962413745a54d55dad9742c2b16f2a6067f3b7059fc49134dc970ca287a1"
 
@@ -44,6 +46,11 @@ def test_study_tasks_have_both_answers():
     for task in ("hal_study", "hal_fine", "hal_relation", "hal_event", "event_pairs", "hal_pairs", "vqa_study", *SKILL_TASKS):
         assert {e.label for e in draw_examples(task, 40, random.Random(4))} - {None} == {"yes", "no"}, task   # where: some open
     assert len({e.label for e in draw_examples("mc_study", 40, random.Random(4))}) == 4   # gold letters in every position
+
+
+def test_checksums_run_on_the_pinned_kernels():
+    "conftest.py pins AVX2 before torch loads; on an AVX-512 CPU the checksums below would not hold without it."
+    if platform.machine() in ("x86_64", "AMD64"): assert torch.backends.cpu.get_cpu_capability() in ("AVX2", "DEFAULT")
 
 
 def test_short_retraining_reproduces_checksum(tmp_path):
