@@ -44,18 +44,21 @@ from .scenes import (CATEGORIES, COLORS, HAL_TYPES, NUMBER_WORDS, RELATION_PHRAS
 __all__ = ['SPECIAL_TOKENS', 'OPTION_LETTERS', 'CHAT_TEMPLATE', 'SHORT_PROMPTS', 'LONG_PROMPTS', 'POPE_PROMPT', 'EXIST_PROMPTS',
            'COLOR_PROMPTS', 'JUDGE_PROMPTS', 'EXTRA_TEXT', 'EASYVQA_WORDS', 'TASKS', 'STUDY_TASKS', 'T2I_HELD_OUT',
            'SKILL_TASKS', 'FINE_HAL_TYPES', 'PATCH_LABELS', 'PRESENCE_LABELS', 'GROUNDING_LAYER', 'GROUNDING_HEAD',
-           'DEFAULT_WEIGHTS', 'TINY_SUMMARY', 'SHIPPED', 'SHIPPED_VISION_STEPS', 'SHIPPED_PHASES', 'STUDY_WEIGHTS',
-           'STUDY_PHASE', 'SKILL_WEIGHTS', 'SKILL_PHASE', 'ATTRIBUTE_WEIGHTS', 'ATTRIBUTE_PHASE', 'TOWER_WEIGHTS',
-           'TOWER_PHASE', 'FINE_WEIGHTS', 'FINE_PHASE', 'WHERE_PHASES', 'RETURN_PHASE', 'SETTLE_WEIGHTS',
-           'SETTLE_PHASE', 'RELATION_PHASE', 'RELATION_RETURN_PHASE', 'RELATION_SETTLE_PHASE', 'EVENT_PHASE',
-           'EVENT_RETURN_PHASE', 'EVENT_SETTLE_PHASE', 'EVENT_PAIR_PHASE', 'PAIR_RETURN_PHASE', 'PAIR_SETTLE_PHASE',
-           'STUDY_PHASES', 'SHIPPED_THREADS', 'CHANGE_KINDS', 'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava',
-           'tiny_processor', 'build_tiny_llava', 'study_texts', 'tiny_vocabulary', 'Example', 'judge_score',
-           'make_example', 't2i_held_out_texts', 't2i_draw', 'draw_examples', 'collate_chats', 'collate', 'llava_chat',
-           'patch_targets', 'vision_heads', 'vision_accuracy', 'pretrain_vision', 'grounding_targets', 'grounding_loss',
-           'TrainConfig', 'train', 'train_chats', 'eval_examples', 'ask', 'score_answer', 'accuracy',
+           'CHANGE_KINDS', 'CHANGE_PAIRS', 'FACTS_LAYER', 'WRONG_LAYER', 'OBJECT_FACTS', 'DEFAULT_WEIGHTS',
+           'TINY_SUMMARY', 'SHIPPED', 'SHIPPED_VISION_STEPS', 'SHIPPED_PHASES', 'STUDY_WEIGHTS', 'STUDY_PHASE',
+           'SKILL_WEIGHTS', 'SKILL_PHASE', 'ATTRIBUTE_WEIGHTS', 'ATTRIBUTE_PHASE', 'TOWER_WEIGHTS', 'TOWER_PHASE',
+           'FINE_WEIGHTS', 'FINE_PHASE', 'WHERE_PHASES', 'RETURN_PHASE', 'SETTLE_WEIGHTS', 'SETTLE_PHASE',
+           'RELATION_PHASE', 'RELATION_RETURN_PHASE', 'RELATION_SETTLE_PHASE', 'EVENT_PHASE', 'EVENT_RETURN_PHASE',
+           'EVENT_SETTLE_PHASE', 'EVENT_PAIR_PHASE', 'PAIR_RETURN_PHASE', 'PAIR_SETTLE_PHASE', 'AUX_PAIR_WEIGHTS',
+           'AUX_PAIR_PHASES', 'AUX_RETURN_PHASE', 'AUX_SETTLE_PHASE', 'COLOUR_SETTLE_PHASE', 'AUX_PHASES',
+           'STUDY_PHASES', 'SHIPPED_THREADS', 'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava', 'tiny_processor',
+           'build_tiny_llava', 'study_texts', 'tiny_vocabulary', 'Example', 'judge_score', 'make_example',
+           't2i_held_out_texts', 't2i_draw', 'draw_examples', 'collate_chats', 'collate', 'llava_chat', 'patch_targets',
+           'vision_heads', 'vision_accuracy', 'pretrain_vision', 'grounding_targets', 'grounding_loss', 'change_kind',
+           'checked_caption', 'object_fact', 'fact_targets', 'error_onset', 'wrong_targets', 'TrainConfig', 'aux_heads',
+           'aux_losses', 'train', 'train_chats', 'eval_examples', 'ask', 'score_answer', 'accuracy',
            'description_hallucination', 'easyvqa_accuracy', 'file_sha256', 'write_model_card', 'train_tiny',
-           'state_sha256', 'train_shipped', 'change_kind', 'caption_check_by_change', 'evaluate_tiny', 'write_run',
+           'with_share', 'state_sha256', 'train_shipped', 'caption_check_by_change', 'evaluate_tiny', 'write_run',
            'make_tiny', 'ablation_losses']
 
 # %% ../nbs/06_tiny.ipynb #70eff159
@@ -330,6 +333,7 @@ _MAKERS = {"short": _ex_short, "long": _ex_long, "exist": _ex_exist, "which": _e
            "relation": _ex_relation, "haleval": _ex_haleval, "mc": _ex_mc, "judge": _ex_judge}
 _SCENE_MAKERS = {}   # task -> maker that draws its own scene (the studies' text-to-image tasks, below)
 _PAIR_MAKERS = {}    # task -> hallucination types asked in same-scene true/false pairs (below)
+_PAIR_CHANGES = {}   # pair task -> what its false captions may change (`change_kind`, below); default: anything
 
 def make_example(task: str, # one of TASKS
                  scene, # a `scenes.Scene`
@@ -434,7 +438,7 @@ def draw_examples(task: str, n: int, rng: random.Random,
     out, cfg = [], scene_cfg or SceneConfig()
     while len(out) < n:
         scene = generate_scene(scene_seed(split, rng.randrange(10**6)), cfg)
-        if task in _PAIR_MAKERS: out += [Example(task, scene, *qa) for qa in _hal_pair(scene, rng, _PAIR_MAKERS[task]) or ()]
+        if task in _PAIR_MAKERS: out += [Example(task, scene, *qa) for qa in _hal_pair(scene, rng, _PAIR_MAKERS[task], _PAIR_CHANGES.get(task)) or ()]
         elif (e := make_example(task, scene, rng)) is not None: out.append(e)
     return out[:n]
 
@@ -529,10 +533,10 @@ def _direct_check(caption: str, true: bool, variant: str) -> tuple[str, str, str
     "(question, answer, label) of Hal-Eval's direct check of one caption in one wording."
     return disc_question(caption, variant, False), _yes_no(true), "yes" if true else "no"
 
-def _hal_pair(scene, rng, types: tuple) -> list[tuple] | None:
-    "`_direct_check`s of the scene's true caption and of one of its hallucinations of `types`, in one wording."
+def _hal_pair(scene, rng, types: tuple, changes: tuple | None = None) -> list[tuple] | None:
+    "`_direct_check`s of the scene's true caption and of one of its hallucinations of `types` (that changes one of `changes`), in one wording."
     cap, hals = _study_caption(scene)
-    kinds = sorted(t for t in hals if t in types)
+    kinds = sorted(t for t, h in hals.items() if t in types and (changes is None or change_kind(h) in changes))
     if not kinds: return None
     variant = rng.choice(("paper", "repo"))
     return [_direct_check(cap.text, True, variant), _direct_check(hals[rng.choice(kinds)].caption, False, variant)]
@@ -675,6 +679,94 @@ def grounding_loss(attentions, # the first decoder layer's attention weights, ba
     att = attentions[rows, GROUNDING_HEAD, positions]
     return -(att * masks).sum(-1).clamp_min(1e-6).log().mean()
 
+# %% ../nbs/06_tiny.ipynb #b757dfc8
+from .captions import TEXTURE_WITH
+from .rewrite import Hallucination
+
+CHANGE_KINDS = {"object": ("object",), "attribute": ("colour", "size", "texture", "count"),
+                "relation": ("region", "between objects"), "event": ("event",)}
+_ATTRIBUTE_WORDS = {"colour": set(COLORS), "size": set(SIZES), "count": set(NUMBER_WORDS),
+                    "texture": set(TEXTURES) | {w for p in TEXTURE_WITH.values() for w in p.split()} - {"with"}}
+
+def change_kind(h: Hallucination) -> str:
+    "What a study hallucination changes: an attribute's colour, size, texture or count; a region or a relation between objects; else its type."
+    if h.type == "relation": return "between objects" if (h.contradicts or "").rsplit(" ", 1)[-1] in CATEGORIES else "region"
+    if h.type != "attribute": return h.type
+    changed = set(h.content.split()) ^ set((h.contradicts or "").split())
+    kinds = [k for k, words in _ATTRIBUTE_WORDS.items() if changed & words]
+    if len(kinds) != 1: raise ValueError(f"attribute hallucination {h.caption!r} changes {sorted(changed)}: not exactly one of {sorted(_ATTRIBUTE_WORDS)}")
+    return kinds[0]
+
+# %% ../nbs/06_tiny.ipynb #2d12548b
+CHANGE_PAIRS = {"size_texture_count_pairs": ("size", "texture", "count"), "relation_pairs": ("region", "between objects"),
+                "object_colour_event_pairs": ("object", "colour", "event")}   # pair tasks by what the false caption changes
+_PAIR_MAKERS |= {task: HAL_TYPES for task in CHANGE_PAIRS}
+_PAIR_CHANGES |= CHANGE_PAIRS
+
+def checked_caption(e: Example) -> tuple[str, str]:
+    "(the caption a direct caption check asks about, its scene's true caption)."
+    cap, hals = _study_caption(e.scene)
+    asked = [c for c in (cap.text, *(h.caption for h in hals.values())) for v in PROMPTS if e.prompt == disc_question(c, v)]
+    if not asked: raise ValueError(f"{e.task} example about scene {e.scene.seed} is not a direct check of its captions: {e.prompt[:80]!r}")
+    return asked[0], cap.text
+
+
+# %% ../nbs/06_tiny.ipynb #5707a6aa
+import difflib
+
+FACTS_LAYER, WRONG_LAYER = 2, 3   # the decoder layers whose output the two auxiliary heads read (a shallower model: its last)
+OBJECT_FACTS = {"size": SIZES, "texture": TEXTURES, "column": ("left", "centre", "right"), "row": ("top", "middle", "bottom")}
+
+def object_fact(o, fact: str) -> int:
+    "The index of an object's size, texture, column third or row third (its centre below 0.4, up to 0.6, above)."
+    if fact in ("size", "texture"): return OBJECT_FACTS[fact].index(o.attr(fact))
+    v = o.x if fact == "column" else o.y
+    return 0 if v < 0.4 else 2 if v > 0.6 else 1
+
+def fact_targets(processor, scenes: list, input_ids) -> tuple:
+    "(rows, positions, fact -> labels) at each category word after the image that names its scene's only object of that category."
+    words, image_id = _category_tokens(processor.tokenizer), processor.image_token_id
+    rows, positions, labels = [], [], {f: [] for f in OBJECT_FACTS}
+    for r, scene in enumerate(scenes):
+        ids, cats = input_ids[r].tolist(), [o.category for o in scene.objects]
+        after_image = max(i for i, t in enumerate(ids) if t == image_id) + 1
+        for i in range(after_image, len(ids)):
+            if ids[i] not in words or cats.count(cat := CATEGORIES[words[ids[i]] - 1]) != 1: continue
+            rows.append(r); positions.append(i)
+            for f in OBJECT_FACTS: labels[f].append(object_fact(scene.objects[cats.index(cat)], f))
+    return (torch.tensor(rows, dtype=torch.long), torch.tensor(positions, dtype=torch.long),
+            {f: torch.tensor(v, dtype=torch.long) for f, v in labels.items()})
+
+def error_onset(true_ids: list[int], caption_ids: list[int], nouns: set[int], full_stop: int) -> int | None:
+    "Index in `caption_ids` of the token from which its difference from `true_ids` can be seen; None when they are equal."
+    changes = [op for op in difflib.SequenceMatcher(a=true_ids, b=caption_ids, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if not changes: return None
+    first = changes[0][3]
+    end = next((k for k in range(first, len(caption_ids)) if caption_ids[k] == full_stop), len(caption_ids) - 1)   # of its sentence
+    last = max(max(j1, j2 - 1) for *_, j1, j2 in changes if j1 <= end)
+    return next((k for k in range(first, end) if caption_ids[k] in nouns), last)
+
+def _find(seq: list, sub: list) -> int | None:
+    return next((i for i in range(len(seq) - len(sub) + 1) if seq[i:i + len(sub)] == sub), None)
+
+def wrong_targets(processor, examples: list[Example], inputs: dict) -> tuple:
+    "(rows, positions, 0/1 labels) from each caption's first token to its verdict: 1 from where a false caption's error can be seen."
+    tok = processor.tokenizer
+    nouns, full_stop = set(_category_tokens(tok)), tok.convert_tokens_to_ids(".")
+    def ids(text: str) -> list[int]: return tok(text, add_special_tokens=False)["input_ids"]
+    rows, positions, labels = [], [], []
+    for r, e in enumerate(examples):
+        caption, true = checked_caption(e)
+        row = inputs["input_ids"][r].tolist()
+        start = _find(row, ids(caption.strip().rstrip(".")))   # one wording drops the caption's last full stop
+        if start is None: raise ValueError(f"row {r}: the caption {caption!r} is not in its input")
+        verdict = next(i for i, label in enumerate(inputs["labels"][r].tolist()) if label != -100)
+        onset = error_onset(ids(true), ids(caption), nouns, full_stop)
+        for p in range(start, verdict):
+            rows.append(r); positions.append(p); labels.append(float(onset is not None and p >= start + onset))
+    return torch.tensor(rows, dtype=torch.long), torch.tensor(positions, dtype=torch.long), torch.tensor(labels)
+
+
 # %% ../nbs/06_tiny.ipynb #66cf9420
 DEFAULT_WEIGHTS = {"short": 0.7, "long": 0.6, "exist": 2.5, "which": 1.0, "color": 2.0, "count": 1.0, "size": 0.5,
                    "relation": 1.0, "haleval": 1.5, "mc": 1.0, "judge": 0.5}
@@ -693,15 +785,36 @@ class TrainConfig:
     log_every: int = 100
     grounding: float = 0.0 # weight of the grounding loss (attention from category words to their patches); 0 = off
     objects: int | None = None # after the curriculum every scene has this many objects; None: the world's own mix (1-3)
+    facts: float = 0.0 # weight of the object-fact heads' loss at caption nouns, on `CHANGE_PAIRS` batches; 0 = off
+    wrong: float = 0.0 # weight of the 'wrong so far' head's loss, on `CHANGE_PAIRS` batches; 0 = off
+
+def aux_heads(width: int, tc: TrainConfig) -> torch.nn.ModuleDict:
+    "Linear heads for the auxiliary losses `tc` turns on: one per object fact, and the 'wrong so far' head."
+    heads = {f: torch.nn.Linear(width, len(v)) for f, v in OBJECT_FACTS.items()} if tc.facts else {}
+    return torch.nn.ModuleDict(heads | ({"wrong": torch.nn.Linear(width, 1)} if tc.wrong else {}))
+
+def aux_losses(heads, hidden_states, facts: tuple | None, wrong: tuple | None) -> dict:
+    "The auxiliary losses of one batch: a cross-entropy per object fact (`fact_<name>`) and the 'wrong so far' binary one."
+    out, top = {}, len(hidden_states) - 1
+    if facts is not None and len(facts[0]):
+        rows, positions, labels = facts
+        h = hidden_states[min(FACTS_LAYER, top)][rows, positions]
+        out |= {f"fact_{f}": F.cross_entropy(heads[f](h), labels[f]) for f in OBJECT_FACTS}
+    if wrong is not None and len(wrong[0]):
+        rows, positions, labels = wrong
+        logits = heads["wrong"](hidden_states[min(WRONG_LAYER, top)][rows, positions]).squeeze(-1)
+        out["wrong"] = F.binary_cross_entropy_with_logits(logits, labels)
+    return out
 
 def _fit(tl: TinyLlava, tc: TrainConfig, next_batch, # (step, rng) -> (name, model inputs)
          log=print, time_limit_s: float | None = None) -> list[dict]:
     "AdamW (the tower at `vision_lr_scale`), linear warm-up, cosine decay; per-batch-name moving-average losses."
     torch.manual_seed(tc.seed); rng = random.Random(tc.seed)
+    heads = aux_heads(tl.model.config.text_config.hidden_size, tc)   # none unless an auxiliary loss is on; dropped at the end
     tower = set(map(id, tl.model.model.vision_tower.parameters()))
     for p in tl.model.model.vision_tower.parameters(): p.requires_grad_(tc.vision_lr_scale > 0)   # 0 freezes the tower
     groups = [{"params": [p for p in tl.model.parameters() if id(p) in tower], "lr": tc.lr * tc.vision_lr_scale},
-              {"params": [p for p in tl.model.parameters() if id(p) not in tower], "lr": tc.lr}]
+              {"params": [p for p in tl.model.parameters() if id(p) not in tower] + list(heads.parameters()), "lr": tc.lr}]
     opt = torch.optim.AdamW([g for g in groups if g["lr"] > 0], weight_decay=0.01)
     base = [g["lr"] for g in opt.param_groups]
     ema, hist, t0 = {}, [], time.time()
@@ -711,13 +824,16 @@ def _fit(tl: TinyLlava, tc: TrainConfig, next_batch, # (step, rng) -> (name, mod
         for g, b in zip(opt.param_groups, base): g["lr"] = b * f
         name, inputs = next_batch(step, rng)
         targets = inputs.pop("grounding", None)
-        out = tl.model(**inputs, output_attentions=targets is not None)
+        aux = {k: inputs.pop(k) for k in ("facts", "wrong") if k in inputs}
+        out = tl.model(**inputs, output_attentions=targets is not None, **({"output_hidden_states": True} if aux else {}))
         loss, losses = out.loss, {name: out.loss.item()}
         if targets is not None and len(targets[0]):
             ground = grounding_loss(out.attentions[GROUNDING_LAYER], *targets)
             loss, losses["grounding"] = loss + tc.grounding * ground, ground.item()
+        for k, part in (aux_losses(heads, out.hidden_states, aux.get("facts"), aux.get("wrong")) if aux else {}).items():
+            loss, losses[k] = loss + (tc.facts / len(OBJECT_FACTS) if k.startswith("fact_") else tc.wrong) * part, part.item()
         opt.zero_grad(); loss.backward()
-        torch.nn.utils.clip_grad_norm_(tl.model.parameters(), 1.0); opt.step()
+        torch.nn.utils.clip_grad_norm_([*tl.model.parameters(), *heads.parameters()], 1.0); opt.step()
         for k, v in losses.items(): ema[k] = v if k not in ema else 0.9 * ema[k] + 0.1 * v
         stop = bool(time_limit_s) and time.time() - t0 > time_limit_s
         if step % tc.log_every == 0 or step == tc.steps or stop:
@@ -741,6 +857,8 @@ def train(tl: TinyLlava, tc: TrainConfig, log=print, time_limit_s: float | None 
         exs = draw_examples(task, tc.batch_size, rng, cfg)
         inputs = collate(tl.processor, exs)
         if tc.grounding: inputs["grounding"] = grounding_targets(tl.processor, [e.scene for e in exs], inputs["input_ids"])
+        if tc.facts and task in CHANGE_PAIRS: inputs["facts"] = fact_targets(tl.processor, [e.scene for e in exs], inputs["input_ids"])
+        if tc.wrong and task in CHANGE_PAIRS: inputs["wrong"] = wrong_targets(tl.processor, exs, inputs)
         return task, inputs
     if not tc.grounding: return _fit(tl, tc, next_batch, log, time_limit_s)
     tl.model.set_attn_implementation("eager")   # the grounding loss needs the attention weights, which sdpa does not return
@@ -951,6 +1069,22 @@ EVENT_PAIR_PHASE = TrainConfig(steps=400, lr=1e-3, batch_size=32, warmup=50, see
 PAIR_RETURN_PHASE = replace(RETURN_PHASE, seed=26, weights=EVENT_RETURN_PHASE.weights | {"event_pairs": 1.5, "hal_pairs": 2.5, "color": 1.0,
                                                                                        "short": 0.5, "long": 0.5})   # wins back colour
 PAIR_SETTLE_PHASE = replace(SETTLE_PHASE, seed=27, weights=EVENT_SETTLE_PHASE.weights | {"event_pairs": 0.5, "hal_pairs": 1.0})   # and descriptions
+AUX_PAIR_WEIGHTS = {"size_texture_count_pairs": 2.0, "relation_pairs": 2.0, "object_colour_event_pairs": 1.0}
+AUX_PAIR_PHASES = [   # caption pairs by change with both auxiliary losses: 500 steps, then 700 more with fresh heads
+    TrainConfig(steps=n, lr=5e-4, batch_size=32, warmup=50, seed=seed, weights=AUX_PAIR_WEIGHTS, log_every=50, vision_lr_scale=0.3,
+                facts=1.0, wrong=1.0) for n, seed in ((500, 28), (700, 29))]
+
+def with_share(weights: dict, extra: dict, share: float) -> dict:
+    "`weights` and `extra`, scaled so that `extra`'s tasks are drawn `share` of the time (to three decimals)."
+    scale = share / (1 - share) * sum(weights.values()) / sum(extra.values())
+    return weights | {k: round(v * scale, 3) for k, v in extra.items()}
+
+AUX_RETURN_PHASE = replace(PAIR_RETURN_PHASE, steps=1000, seed=30, weights=with_share(PAIR_RETURN_PHASE.weights, AUX_PAIR_WEIGHTS, 0.3),
+                           facts=1.0, wrong=1.0)   # the twenty-first phase's mix, three batches in ten the pairs by change
+AUX_SETTLE_PHASE = replace(PAIR_SETTLE_PHASE, seed=31, weights=with_share(PAIR_SETTLE_PHASE.weights, AUX_PAIR_WEIGHTS, 0.2),
+                           facts=1.0, wrong=1.0)   # the twenty-second's, two in ten
+COLOUR_SETTLE_PHASE = replace(AUX_SETTLE_PHASE, seed=32, weights=AUX_SETTLE_PHASE.weights | {"color": 2.0})   # wins open colour back
+AUX_PHASES = [*AUX_PAIR_PHASES, AUX_RETURN_PHASE, AUX_SETTLE_PHASE, COLOUR_SETTLE_PHASE]   # measured on the shipped weights, not shipped
 STUDY_PHASES = [STUDY_PHASE, SKILL_PHASE, ATTRIBUTE_PHASE, TOWER_PHASE, FINE_PHASE, *WHERE_PHASES, RETURN_PHASE, SETTLE_PHASE,
                 RELATION_PHASE, RELATION_RETURN_PHASE, RELATION_SETTLE_PHASE, EVENT_PHASE, EVENT_RETURN_PHASE,
                 EVENT_SETTLE_PHASE, EVENT_PAIR_PHASE, PAIR_RETURN_PHASE, PAIR_SETTLE_PHASE] # the phases run after the save point of the first four
@@ -992,24 +1126,6 @@ def train_shipped(folder: str | Path, # where to save the model
     log(f"weights sha256 (state): {run['state_sha256']}")
     return run
 
-
-# %% ../nbs/06_tiny.ipynb #b757dfc8
-from .captions import TEXTURE_WITH
-from .rewrite import Hallucination
-
-CHANGE_KINDS = {"object": ("object",), "attribute": ("colour", "size", "texture", "count"),
-                "relation": ("region", "between objects"), "event": ("event",)}
-_ATTRIBUTE_WORDS = {"colour": set(COLORS), "size": set(SIZES), "count": set(NUMBER_WORDS),
-                    "texture": set(TEXTURES) | {w for p in TEXTURE_WITH.values() for w in p.split()} - {"with"}}
-
-def change_kind(h: Hallucination) -> str:
-    "What a study hallucination changes: an attribute's colour, size, texture or count; a region or a relation between objects; else its type."
-    if h.type == "relation": return "between objects" if (h.contradicts or "").rsplit(" ", 1)[-1] in CATEGORIES else "region"
-    if h.type != "attribute": return h.type
-    changed = set(h.content.split()) ^ set((h.contradicts or "").split())
-    kinds = [k for k, words in _ATTRIBUTE_WORDS.items() if changed & words]
-    if len(kinds) != 1: raise ValueError(f"attribute hallucination {h.caption!r} changes {sorted(changed)}: not exactly one of {sorted(_ATTRIBUTE_WORDS)}")
-    return kinds[0]
 
 # %% ../nbs/06_tiny.ipynb #7f1319f3
 def _caption_checks(scene, variant: str) -> list[tuple[str | None, Example]]:

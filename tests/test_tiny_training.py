@@ -3,6 +3,7 @@ evaluation), and a short retraining run that reproduces a stored checksum (the s
 import json
 import platform
 import random
+from dataclasses import replace
 
 import torch
 
@@ -10,13 +11,14 @@ import pytest
 from mmresearch.scene_samples import make_samples
 from mmresearch.scenes import SPLITS
 from mmresearch.t2i_judge import T2I_CATEGORIES, prompt_set
-from mmresearch.tiny import (ATTRIBUTE_WEIGHTS, EVENT_PAIR_PHASE, EVENT_PHASE, EVENT_RETURN_PHASE, EVENT_SETTLE_PHASE, FINE_PHASE,
+from mmresearch.tiny import (ATTRIBUTE_WEIGHTS, AUX_PAIR_PHASES, AUX_PAIR_WEIGHTS, AUX_RETURN_PHASE, AUX_SETTLE_PHASE, CHANGE_PAIRS,
+                             AUX_PHASES, COLOUR_SETTLE_PHASE, EVENT_PAIR_PHASE, EVENT_PHASE, EVENT_RETURN_PHASE, EVENT_SETTLE_PHASE, FINE_PHASE,
                              FINE_WEIGHTS, PAIR_RETURN_PHASE, PAIR_SETTLE_PHASE, RELATION_PHASE, RELATION_RETURN_PHASE,
                              RELATION_SETTLE_PHASE, RETURN_PHASE, SETTLE_PHASE, SETTLE_WEIGHTS, SKILL_TASKS, SKILL_WEIGHTS, STUDY_PHASES,
                              STUDY_TASKS, STUDY_WEIGHTS, TOWER_PHASE, TOWER_WEIGHTS, WHERE_PHASES, TinyLlavaConfig, TrainConfig,
                              draw_examples, state_sha256, t2i_held_out_texts, train_shipped, train_tiny, write_run)
 
-SCENE_TASKS = ("hal_study", "hal_fine", "hal_relation", "hal_event", "event_pairs", "hal_pairs", "mc_study", *SKILL_TASKS)
+SCENE_TASKS = ("hal_study", "hal_fine", "hal_relation", "hal_event", "event_pairs", "hal_pairs", *CHANGE_PAIRS, "mc_study", *SKILL_TASKS)
 T2I_TASKS = ("vqa_study", "t2i_study")
 
 # state_sha256 of the short run below (torch 1 thread, CPU kernels pinned to AVX2 by conftest.py); re-derive only when
@@ -43,7 +45,7 @@ def test_t2i_tasks_never_use_the_studys_prompts():
 
 
 def test_study_tasks_have_both_answers():
-    for task in ("hal_study", "hal_fine", "hal_relation", "hal_event", "event_pairs", "hal_pairs", "vqa_study", *SKILL_TASKS):
+    for task in ("hal_study", "hal_fine", "hal_relation", "hal_event", "event_pairs", "hal_pairs", *CHANGE_PAIRS, "vqa_study", *SKILL_TASKS):
         assert {e.label for e in draw_examples(task, 40, random.Random(4))} - {None} == {"yes", "no"}, task   # where: some open
     assert len({e.label for e in draw_examples("mc_study", 40, random.Random(4))}) == 4   # gold letters in every position
 
@@ -78,6 +80,13 @@ def test_short_retraining_reproduces_checksum(tmp_path):
                                                  FINE_WEIGHTS | {"hal_relation": 1.5, "hal_event": 1.5, "event_pairs": 1.5, "hal_pairs": 2.5,
                                                                  "color": 1.0, "short": 0.5, "long": 0.5},
                                                  SETTLE_WEIGHTS | {"hal_relation": 0.5, "hal_event": 0.5, "event_pairs": 0.5, "hal_pairs": 1.0}]
+    assert [p.weights for p in AUX_PHASES] == [AUX_PAIR_WEIGHTS, AUX_PAIR_WEIGHTS, AUX_RETURN_PHASE.weights, AUX_SETTLE_PHASE.weights,
+                                               AUX_SETTLE_PHASE.weights | {"color": 2.0}]
+    for phase, before, share in ((AUX_RETURN_PHASE, PAIR_RETURN_PHASE, 0.3), (AUX_SETTLE_PHASE, PAIR_SETTLE_PHASE, 0.2)):
+        assert list(phase.weights)[:len(before.weights)] == list(before.weights) and set(phase.weights) - set(before.weights) == set(CHANGE_PAIRS)
+        pairs = sum(phase.weights[t] for t in CHANGE_PAIRS)
+        assert abs(pairs / sum(phase.weights.values()) - share) < 1e-3   # the pairs by change are drawn `share` of the time
+    assert [(p.facts, p.wrong) for p in STUDY_PHASES + AUX_PHASES] == [(0.0, 0.0)] * 18 + [(1.0, 1.0)] * 5   # the auxiliary losses
     assert [p.vision_lr_scale > 0 for p in STUDY_PHASES[3:]] == [p is not EVENT_PAIR_PHASE for p in STUDY_PHASES[3:]]   # the tower
     # learns in every phase from the eighth on but the twentieth, which runs at a higher rate on one narrow task
     assert [p.objects for p in STUDY_PHASES].count(None) == len(STUDY_PHASES) - 1 and EVENT_PHASE.objects == 2
@@ -86,9 +95,10 @@ def test_short_retraining_reproduces_checksum(tmp_path):
     for again, before in ((RELATION_RETURN_PHASE, RETURN_PHASE), (RELATION_SETTLE_PHASE, SETTLE_PHASE)):   # the same seed, rate and length
         assert {**again.__dict__, "weights": None} == {**before.__dict__, "weights": None}
     for again, before in ((EVENT_RETURN_PHASE, RETURN_PHASE), (EVENT_SETTLE_PHASE, SETTLE_PHASE), (PAIR_RETURN_PHASE, RETURN_PHASE),
-                          (PAIR_SETTLE_PHASE, SETTLE_PHASE)):   # the same rate and length, new seeds
-        assert {**again.__dict__, "weights": None, "seed": None} == {**before.__dict__, "weights": None, "seed": None}
-    assert len({p.seed for p in STUDY_PHASES}) == len(STUDY_PHASES) - 2   # only the fifteenth and sixteenth reuse seeds
+                          (PAIR_SETTLE_PHASE, SETTLE_PHASE), (replace(AUX_RETURN_PHASE, steps=RETURN_PHASE.steps), RETURN_PHASE),
+                          (AUX_SETTLE_PHASE, SETTLE_PHASE), (COLOUR_SETTLE_PHASE, SETTLE_PHASE)):   # the same rate and length (the last return shorter), new seeds
+        assert {**again.__dict__, "weights": None, "seed": None, "facts": 0.0, "wrong": 0.0} == {**before.__dict__, "weights": None, "seed": None}
+    assert len({p.seed for p in STUDY_PHASES + AUX_PHASES}) == len(STUDY_PHASES + AUX_PHASES) - 2   # only the fifteenth and sixteenth reuse seeds
 
 
 # state_sha256 of a short run whose later phase trains the tower too, on the ninth phase's task mix (hal_fine included)
@@ -140,3 +150,16 @@ def test_the_event_pair_phase_reproduces_its_checksum(tmp_path):
     assert short_run_sha256(tmp_path/"tiny", EVENT_PAIR_PHASE) == EVENT_PAIRS_SHA256
     single = short_run_sha256(tmp_path/"single", EVENT_PAIR_PHASE, weights={"hal_event": 1.0})
     assert single != EVENT_PAIRS_SHA256   # asking in pairs is part of what the checksum pins
+
+
+# state_sha256 of a short run on the first auxiliary-loss phase's recipe (caption pairs by change, with the object-fact
+# and 'wrong so far' losses; measured on the shipped weights, not shipped)
+AUX_PAIRS_SHA256 = "cdf5e7ae1859a6679ce5b4bc9d7222767633cc036651016a06910d5408e90568"
+
+
+def test_the_auxiliary_loss_phase_reproduces_its_checksum(tmp_path):
+    assert short_run_sha256(tmp_path/"tiny", AUX_PAIR_PHASES[0]) == AUX_PAIRS_SHA256
+    plain = short_run_sha256(tmp_path/"plain", AUX_PAIR_PHASES[0], facts=0.0, wrong=0.0)
+    assert plain != AUX_PAIRS_SHA256   # the auxiliary losses are part of what the checksum pins
+    facts_only = short_run_sha256(tmp_path/"facts", AUX_PAIR_PHASES[0], wrong=0.0)
+    assert len({facts_only, plain, AUX_PAIRS_SHA256}) == 3   # and each of the two
