@@ -710,7 +710,6 @@ def checked_caption(e: Example) -> tuple[str, str]:
     if not asked: raise ValueError(f"{e.task} example about scene {e.scene.seed} is not a direct check of its captions: {e.prompt[:80]!r}")
     return asked[0], cap.text
 
-
 # %% ../nbs/06_tiny.ipynb #5707a6aa
 import difflib
 
@@ -765,7 +764,6 @@ def wrong_targets(processor, examples: list[Example], inputs: dict) -> tuple:
         for p in range(start, verdict):
             rows.append(r); positions.append(p); labels.append(float(onset is not None and p >= start + onset))
     return torch.tensor(rows, dtype=torch.long), torch.tensor(positions, dtype=torch.long), torch.tensor(labels)
-
 
 # %% ../nbs/06_tiny.ipynb #66cf9420
 DEFAULT_WEIGHTS = {"short": 0.7, "long": 0.6, "exist": 2.5, "which": 1.0, "color": 2.0, "count": 1.0, "size": 0.5,
@@ -1084,10 +1082,10 @@ AUX_RETURN_PHASE = replace(PAIR_RETURN_PHASE, steps=1000, seed=30, weights=with_
 AUX_SETTLE_PHASE = replace(PAIR_SETTLE_PHASE, seed=31, weights=with_share(PAIR_SETTLE_PHASE.weights, AUX_PAIR_WEIGHTS, 0.2),
                            facts=1.0, wrong=1.0)   # the twenty-second's, two in ten
 COLOUR_SETTLE_PHASE = replace(AUX_SETTLE_PHASE, seed=32, weights=AUX_SETTLE_PHASE.weights | {"color": 2.0})   # wins open colour back
-AUX_PHASES = [*AUX_PAIR_PHASES, AUX_RETURN_PHASE, AUX_SETTLE_PHASE, COLOUR_SETTLE_PHASE]   # measured on the shipped weights, not shipped
+AUX_PHASES = [*AUX_PAIR_PHASES, AUX_RETURN_PHASE, AUX_SETTLE_PHASE, COLOUR_SETTLE_PHASE]   # the twenty-third to twenty-seventh
 STUDY_PHASES = [STUDY_PHASE, SKILL_PHASE, ATTRIBUTE_PHASE, TOWER_PHASE, FINE_PHASE, *WHERE_PHASES, RETURN_PHASE, SETTLE_PHASE,
                 RELATION_PHASE, RELATION_RETURN_PHASE, RELATION_SETTLE_PHASE, EVENT_PHASE, EVENT_RETURN_PHASE,
-                EVENT_SETTLE_PHASE, EVENT_PAIR_PHASE, PAIR_RETURN_PHASE, PAIR_SETTLE_PHASE] # the phases run after the save point of the first four
+                EVENT_SETTLE_PHASE, EVENT_PAIR_PHASE, PAIR_RETURN_PHASE, PAIR_SETTLE_PHASE, *AUX_PHASES] # the phases run after the save point of the first four
 
 def state_sha256(model) -> str:
     "SHA-256 over a model's parameters and buffers (names, shapes and float bytes, in name order)."
@@ -1125,7 +1123,6 @@ def train_shipped(folder: str | Path, # where to save the model
             "state_sha256": state_sha256(tl.model)}
     log(f"weights sha256 (state): {run['state_sha256']}")
     return run
-
 
 # %% ../nbs/06_tiny.ipynb #7f1319f3
 def _caption_checks(scene, variant: str) -> list[tuple[str | None, Example]]:
