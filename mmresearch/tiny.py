@@ -717,10 +717,10 @@ FACTS_LAYER, WRONG_LAYER = 2, 3   # the decoder layers whose output the two auxi
 OBJECT_FACTS = {"size": SIZES, "texture": TEXTURES, "column": ("left", "centre", "right"), "row": ("top", "middle", "bottom")}
 
 def object_fact(o, fact: str) -> int:
-    "The index of an object's size, texture, column third or row third (its centre below 0.4, up to 0.6, above)."
-    if fact in ("size", "texture"): return OBJECT_FACTS[fact].index(o.attr(fact))
-    v = o.x if fact == "column" else o.y
-    return 0 if v < 0.4 else 2 if v > 0.6 else 1
+    "The index of an object's size, texture, column third or row third (the thirds of `scenes.regions`)."
+    names = OBJECT_FACTS[fact]
+    if fact in ("size", "texture"): return names.index(o.attr(fact))
+    return next((i for i in (0, 2) if names[i] in regions(o)), 1)   # left/right, top/bottom, else the middle third
 
 def fact_targets(processor, scenes: list, input_ids) -> tuple:
     "(rows, positions, fact -> labels) at each category word after the image that names its scene's only object of that category."
