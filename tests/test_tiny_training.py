@@ -11,7 +11,7 @@ import pytest
 from mmresearch.scene_samples import make_samples
 from mmresearch.scenes import SPLITS
 from mmresearch.t2i_judge import T2I_CATEGORIES, prompt_set
-from mmresearch.tiny import (ATTRIBUTE_WEIGHTS, AUX_PAIR_PHASES, AUX_PAIR_WEIGHTS, AUX_RETURN_PHASE, AUX_SETTLE_PHASE, CHANGE_PAIRS,
+from mmresearch.tiny import (ATTRIBUTE_WEIGHTS, AUX_AGAIN_PHASES, AUX_PAIR_PHASES, AUX_PAIR_WEIGHTS, AUX_RETURN_PHASE, AUX_SETTLE_PHASE, CHANGE_PAIRS,
                              AUX_PHASES, COLOUR_SETTLE_PHASE, EVENT_PAIR_PHASE, EVENT_PHASE, EVENT_RETURN_PHASE, EVENT_SETTLE_PHASE, FINE_PHASE,
                              FINE_WEIGHTS, PAIR_RETURN_PHASE, PAIR_SETTLE_PHASE, RELATION_PHASE, RELATION_RETURN_PHASE,
                              RELATION_SETTLE_PHASE, RETURN_PHASE, SETTLE_PHASE, SETTLE_WEIGHTS, SKILL_TASKS, SKILL_WEIGHTS, STUDY_PHASES,
@@ -81,13 +81,16 @@ def test_short_retraining_reproduces_checksum(tmp_path):
                                                                  "color": 1.0, "short": 0.5, "long": 0.5},
                                                  SETTLE_WEIGHTS | {"hal_relation": 0.5, "hal_event": 0.5, "event_pairs": 0.5, "hal_pairs": 1.0},
                                                  AUX_PAIR_WEIGHTS, AUX_PAIR_WEIGHTS, AUX_RETURN_PHASE.weights, AUX_SETTLE_PHASE.weights,
+                                                 AUX_SETTLE_PHASE.weights | {"color": 2.0}, AUX_PAIR_WEIGHTS, AUX_RETURN_PHASE.weights,
                                                  AUX_SETTLE_PHASE.weights | {"color": 2.0}]
-    assert STUDY_PHASES[-len(AUX_PHASES):] == AUX_PHASES
+    assert STUDY_PHASES[-len(AUX_PHASES) - 3:] == AUX_PHASES + AUX_AGAIN_PHASES
+    for again, before in zip(AUX_AGAIN_PHASES, (AUX_PAIR_PHASES[0], AUX_RETURN_PHASE, COLOUR_SETTLE_PHASE)):   # the same phases on new seeds
+        assert replace(again, seed=before.seed) == before and again.seed != before.seed
     for phase, before, share in ((AUX_RETURN_PHASE, PAIR_RETURN_PHASE, 0.3), (AUX_SETTLE_PHASE, PAIR_SETTLE_PHASE, 0.2)):
         assert list(phase.weights)[:len(before.weights)] == list(before.weights) and set(phase.weights) - set(before.weights) == set(CHANGE_PAIRS)
         pairs = sum(phase.weights[t] for t in CHANGE_PAIRS)
         assert abs(pairs / sum(phase.weights.values()) - share) < 1e-3   # the pairs by change are drawn `share` of the time
-    assert [(p.facts, p.wrong) for p in STUDY_PHASES] == [(0.0, 0.0)] * 18 + [(1.0, 1.0)] * 5   # the auxiliary losses: the last five
+    assert [(p.facts, p.wrong) for p in STUDY_PHASES] == [(0.0, 0.0)] * 18 + [(1.0, 1.0)] * 8   # the auxiliary losses: the last eight
     assert [p.vision_lr_scale > 0 for p in STUDY_PHASES[3:]] == [p is not EVENT_PAIR_PHASE for p in STUDY_PHASES[3:]]   # the tower
     # learns in every phase from the eighth on but the twentieth, which runs at a higher rate on one narrow task
     assert [p.objects for p in STUDY_PHASES].count(None) == len(STUDY_PHASES) - 1 and EVENT_PHASE.objects == 2
