@@ -44,22 +44,22 @@ from .scenes import (CATEGORIES, COLORS, HAL_TYPES, NUMBER_WORDS, RELATION_PHRAS
 __all__ = ['SPECIAL_TOKENS', 'OPTION_LETTERS', 'CHAT_TEMPLATE', 'SHORT_PROMPTS', 'LONG_PROMPTS', 'POPE_PROMPT', 'EXIST_PROMPTS',
            'COLOR_PROMPTS', 'JUDGE_PROMPTS', 'EXTRA_TEXT', 'EASYVQA_WORDS', 'TASKS', 'STUDY_TASKS', 'T2I_HELD_OUT',
            'SKILL_TASKS', 'FINE_HAL_TYPES', 'PATCH_LABELS', 'PRESENCE_LABELS', 'GROUNDING_LAYER', 'GROUNDING_HEAD',
-           'CHANGE_KINDS', 'CHANGE_PAIRS', 'FACTS_LAYER', 'WRONG_LAYER', 'OBJECT_FACTS', 'DEFAULT_WEIGHTS',
-           'TINY_SUMMARY', 'SHIPPED', 'SHIPPED_VISION_STEPS', 'SHIPPED_PHASES', 'STUDY_WEIGHTS', 'STUDY_PHASE',
-           'SKILL_WEIGHTS', 'SKILL_PHASE', 'ATTRIBUTE_WEIGHTS', 'ATTRIBUTE_PHASE', 'TOWER_WEIGHTS', 'TOWER_PHASE',
-           'FINE_WEIGHTS', 'FINE_PHASE', 'WHERE_PHASES', 'RETURN_PHASE', 'SETTLE_WEIGHTS', 'SETTLE_PHASE',
-           'RELATION_PHASE', 'RELATION_RETURN_PHASE', 'RELATION_SETTLE_PHASE', 'EVENT_PHASE', 'EVENT_RETURN_PHASE',
-           'EVENT_SETTLE_PHASE', 'EVENT_PAIR_PHASE', 'PAIR_RETURN_PHASE', 'PAIR_SETTLE_PHASE', 'AUX_PAIR_WEIGHTS',
-           'AUX_PAIR_PHASES', 'AUX_RETURN_PHASE', 'AUX_SETTLE_PHASE', 'COLOUR_SETTLE_PHASE', 'AUX_PHASES',
-           'AUX_AGAIN_PHASES', 'STUDY_PHASES', 'SHIPPED_THREADS', 'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava',
-           'tiny_processor', 'build_tiny_llava', 'study_texts', 'tiny_vocabulary', 'Example', 'judge_score',
-           'make_example', 't2i_held_out_texts', 't2i_draw', 'draw_examples', 'collate_chats', 'collate', 'llava_chat',
-           'patch_targets', 'vision_heads', 'vision_accuracy', 'pretrain_vision', 'grounding_targets', 'grounding_loss',
-           'change_kind', 'checked_caption', 'object_fact', 'fact_targets', 'error_onset', 'wrong_targets',
-           'TrainConfig', 'aux_heads', 'aux_losses', 'train', 'train_chats', 'eval_examples', 'ask', 'score_answer',
-           'accuracy', 'description_hallucination', 'easyvqa_accuracy', 'file_sha256', 'write_model_card', 'train_tiny',
-           'with_share', 'state_sha256', 'train_shipped', 'caption_check_by_change', 'evaluate_tiny', 'write_run',
-           'make_tiny', 'ablation_losses']
+           'CHANGE_KINDS', 'CHANGE_PAIRS', 'FACTS_LAYER', 'WRONG_LAYER', 'OBJECT_FACTS', 'PAIR_FACTS',
+           'DEFAULT_WEIGHTS', 'TINY_SUMMARY', 'SHIPPED', 'SHIPPED_VISION_STEPS', 'SHIPPED_PHASES', 'STUDY_WEIGHTS',
+           'STUDY_PHASE', 'SKILL_WEIGHTS', 'SKILL_PHASE', 'ATTRIBUTE_WEIGHTS', 'ATTRIBUTE_PHASE', 'TOWER_WEIGHTS',
+           'TOWER_PHASE', 'FINE_WEIGHTS', 'FINE_PHASE', 'WHERE_PHASES', 'RETURN_PHASE', 'SETTLE_WEIGHTS',
+           'SETTLE_PHASE', 'RELATION_PHASE', 'RELATION_RETURN_PHASE', 'RELATION_SETTLE_PHASE', 'EVENT_PHASE',
+           'EVENT_RETURN_PHASE', 'EVENT_SETTLE_PHASE', 'EVENT_PAIR_PHASE', 'PAIR_RETURN_PHASE', 'PAIR_SETTLE_PHASE',
+           'AUX_PAIR_WEIGHTS', 'AUX_PAIR_PHASES', 'AUX_RETURN_PHASE', 'AUX_SETTLE_PHASE', 'COLOUR_SETTLE_PHASE',
+           'AUX_PHASES', 'AUX_AGAIN_PHASES', 'STUDY_PHASES', 'SHIPPED_THREADS', 'word_tokenizer', 'TinyLlavaConfig',
+           'TinyLlava', 'tiny_processor', 'build_tiny_llava', 'study_texts', 'tiny_vocabulary', 'Example',
+           'judge_score', 'make_example', 't2i_held_out_texts', 't2i_draw', 'draw_examples', 'collate_chats', 'collate',
+           'llava_chat', 'patch_targets', 'vision_heads', 'vision_accuracy', 'pretrain_vision', 'grounding_targets',
+           'grounding_loss', 'change_kind', 'checked_caption', 'object_fact', 'fact_targets', 'pair_targets',
+           'error_onset', 'wrong_targets', 'TrainConfig', 'aux_heads', 'aux_losses', 'train', 'train_chats',
+           'eval_examples', 'ask', 'score_answer', 'accuracy', 'description_hallucination', 'easyvqa_accuracy',
+           'file_sha256', 'write_model_card', 'train_tiny', 'with_share', 'state_sha256', 'train_shipped',
+           'caption_check_by_change', 'evaluate_tiny', 'write_run', 'make_tiny', 'ablation_losses']
 
 # %% ../nbs/06_tiny.ipynb #70eff159
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>", "<image>")
@@ -736,6 +736,27 @@ def fact_targets(processor, scenes: list, input_ids) -> tuple:
     return (torch.tensor(rows, dtype=torch.long), torch.tensor(positions, dtype=torch.long),
             {f: torch.tensor(v, dtype=torch.long) for f, v in labels.items()})
 
+PAIR_FACTS = {"across": ("left_of", "right_of"), "up_down": ("above", "below")}   # classes: the first, neither, the second
+
+def pair_targets(processor, scenes: list, input_ids) -> tuple:
+    "(rows, positions, fact -> labels) at each category word after another in its caption sentence: how the earlier object stands to it."
+    words, image_id = _category_tokens(processor.tokenizer), processor.image_token_id
+    full_stop = processor.tokenizer.convert_tokens_to_ids(".")
+    rows, positions, labels = [], [], {f: [] for f in PAIR_FACTS}
+    for r, scene in enumerate(scenes):
+        ids, cats, earlier = input_ids[r].tolist(), [o.category for o in scene.objects], None
+        for i in range(max(i for i, t in enumerate(ids) if t == image_id) + 1, len(ids)):
+            if ids[i] == full_stop: earlier = None
+            if ids[i] not in words or cats.count(cat := CATEGORIES[words[ids[i]] - 1]) != 1: continue   # each its scene's only such object
+            o = scene.objects[cats.index(cat)]
+            if earlier is not None and earlier is not o:
+                rows.append(r); positions.append(i)
+                for f, (first, second) in PAIR_FACTS.items():
+                    labels[f].append(0 if relation_holds(earlier, o, first) else 2 if relation_holds(earlier, o, second) else 1)
+            earlier = o
+    return (torch.tensor(rows, dtype=torch.long), torch.tensor(positions, dtype=torch.long),
+            {f: torch.tensor(v, dtype=torch.long) for f, v in labels.items()})
+
 def error_onset(true_ids: list[int], caption_ids: list[int], nouns: set[int], full_stop: int) -> int | None:
     "Index in `caption_ids` of the token from which its difference from `true_ids` can be seen; None when they are equal."
     changes = [op for op in difflib.SequenceMatcher(a=true_ids, b=caption_ids, autojunk=False).get_opcodes() if op[0] != "equal"]
@@ -785,14 +806,16 @@ class TrainConfig:
     objects: int | None = None # after the curriculum every scene has this many objects; None: the world's own mix (1-3)
     facts: float = 0.0 # weight of the object-fact heads' loss at caption nouns, on `CHANGE_PAIRS` batches; 0 = off
     wrong: float = 0.0 # weight of the 'wrong so far' head's loss, on `CHANGE_PAIRS` batches; 0 = off
+    relations: float = 0.0 # weight of each pair-relation head's loss (`pair_targets`), on `CHANGE_PAIRS` batches; 0 = off
 
 def aux_heads(width: int, tc: TrainConfig) -> torch.nn.ModuleDict:
-    "Linear heads for the auxiliary losses `tc` turns on: one per object fact, and the 'wrong so far' head."
+    "Linear heads for the auxiliary losses `tc` turns on: one per object fact, the 'wrong so far' head, one per pair fact."
     heads = {f: torch.nn.Linear(width, len(v)) for f, v in OBJECT_FACTS.items()} if tc.facts else {}
-    return torch.nn.ModuleDict(heads | ({"wrong": torch.nn.Linear(width, 1)} if tc.wrong else {}))
+    heads |= {"wrong": torch.nn.Linear(width, 1)} if tc.wrong else {}
+    return torch.nn.ModuleDict(heads | ({f"rel_{f}": torch.nn.Linear(width, 3) for f in PAIR_FACTS} if tc.relations else {}))
 
-def aux_losses(heads, hidden_states, facts: tuple | None, wrong: tuple | None) -> dict:
-    "The auxiliary losses of one batch: a cross-entropy per object fact (`fact_<name>`) and the 'wrong so far' binary one."
+def aux_losses(heads, hidden_states, facts: tuple | None, wrong: tuple | None, relations: tuple | None = None) -> dict:
+    "The auxiliary losses of one batch: cross-entropies per object fact (`fact_<name>`) and pair fact (`rel_<name>`), 'wrong so far'."
     out, top = {}, len(hidden_states) - 1
     if facts is not None and len(facts[0]):
         rows, positions, labels = facts
@@ -802,6 +825,10 @@ def aux_losses(heads, hidden_states, facts: tuple | None, wrong: tuple | None) -
         rows, positions, labels = wrong
         logits = heads["wrong"](hidden_states[min(WRONG_LAYER, top)][rows, positions]).squeeze(-1)
         out["wrong"] = F.binary_cross_entropy_with_logits(logits, labels)
+    if relations is not None and len(relations[0]):
+        rows, positions, labels = relations
+        h = hidden_states[min(WRONG_LAYER, top)][rows, positions]
+        out |= {f"rel_{f}": F.cross_entropy(heads[f"rel_{f}"](h), labels[f]) for f in PAIR_FACTS}
     return out
 
 def _fit(tl: TinyLlava, tc: TrainConfig, next_batch, # (step, rng) -> (name, model inputs)
@@ -822,14 +849,15 @@ def _fit(tl: TinyLlava, tc: TrainConfig, next_batch, # (step, rng) -> (name, mod
         for g, b in zip(opt.param_groups, base): g["lr"] = b * f
         name, inputs = next_batch(step, rng)
         targets = inputs.pop("grounding", None)
-        aux = {k: inputs.pop(k) for k in ("facts", "wrong") if k in inputs}
+        aux = {k: inputs.pop(k) for k in ("facts", "wrong", "relations") if k in inputs}
         out = tl.model(**inputs, output_attentions=targets is not None, **({"output_hidden_states": True} if aux else {}))
         loss, losses = out.loss, {name: out.loss.item()}
         if targets is not None and len(targets[0]):
             ground = grounding_loss(out.attentions[GROUNDING_LAYER], *targets)
             loss, losses["grounding"] = loss + tc.grounding * ground, ground.item()
-        for k, part in (aux_losses(heads, out.hidden_states, aux.get("facts"), aux.get("wrong")) if aux else {}).items():
-            loss, losses[k] = loss + (tc.facts / len(OBJECT_FACTS) if k.startswith("fact_") else tc.wrong) * part, part.item()
+        for k, part in (aux_losses(heads, out.hidden_states, aux.get("facts"), aux.get("wrong"), aux.get("relations")) if aux else {}).items():
+            weight = {"fact": tc.facts / len(OBJECT_FACTS), "rel": tc.relations}.get(k.split("_")[0], tc.wrong)
+            loss, losses[k] = loss + weight * part, part.item()
         opt.zero_grad(); loss.backward()
         torch.nn.utils.clip_grad_norm_([*tl.model.parameters(), *heads.parameters()], 1.0); opt.step()
         for k, v in losses.items(): ema[k] = v if k not in ema else 0.9 * ema[k] + 0.1 * v
@@ -857,6 +885,7 @@ def train(tl: TinyLlava, tc: TrainConfig, log=print, time_limit_s: float | None 
         if tc.grounding: inputs["grounding"] = grounding_targets(tl.processor, [e.scene for e in exs], inputs["input_ids"])
         if tc.facts and task in CHANGE_PAIRS: inputs["facts"] = fact_targets(tl.processor, [e.scene for e in exs], inputs["input_ids"])
         if tc.wrong and task in CHANGE_PAIRS: inputs["wrong"] = wrong_targets(tl.processor, exs, inputs)
+        if tc.relations and task in CHANGE_PAIRS: inputs["relations"] = pair_targets(tl.processor, [e.scene for e in exs], inputs["input_ids"])
         return task, inputs
     if not tc.grounding: return _fit(tl, tc, next_batch, log, time_limit_s)
     tl.model.set_attn_implementation("eager")   # the grounding loss needs the attention weights, which sdpa does not return
