@@ -722,17 +722,22 @@ def object_fact(o, fact: str) -> int:
     if fact in ("size", "texture"): return names.index(o.attr(fact))
     return next((i for i in (0, 2) if names[i] in regions(o)), 1)   # left/right, top/bottom, else the middle third
 
+def _named_objects(processor, scene, ids: list[int]) -> list[tuple]:
+    "(position, sentence, object) for each category word after the image that names its scene's only object of that category."
+    words, full_stop = _category_tokens(processor.tokenizer), processor.tokenizer.convert_tokens_to_ids(".")
+    cats, out, sentence = [o.category for o in scene.objects], [], 0
+    for i in range(max(i for i, t in enumerate(ids) if t == processor.image_token_id) + 1, len(ids)):
+        sentence += ids[i] == full_stop
+        if ids[i] in words and cats.count(cat := CATEGORIES[words[ids[i]] - 1]) == 1: out.append((i, sentence, scene.objects[cats.index(cat)]))
+    return out
+
 def fact_targets(processor, scenes: list, input_ids) -> tuple:
     "(rows, positions, fact -> labels) at each category word after the image that names its scene's only object of that category."
-    words, image_id = _category_tokens(processor.tokenizer), processor.image_token_id
     rows, positions, labels = [], [], {f: [] for f in OBJECT_FACTS}
     for r, scene in enumerate(scenes):
-        ids, cats = input_ids[r].tolist(), [o.category for o in scene.objects]
-        after_image = max(i for i, t in enumerate(ids) if t == image_id) + 1
-        for i in range(after_image, len(ids)):
-            if ids[i] not in words or cats.count(cat := CATEGORIES[words[ids[i]] - 1]) != 1: continue
+        for i, _, o in _named_objects(processor, scene, input_ids[r].tolist()):
             rows.append(r); positions.append(i)
-            for f in OBJECT_FACTS: labels[f].append(object_fact(scene.objects[cats.index(cat)], f))
+            for f in OBJECT_FACTS: labels[f].append(object_fact(o, f))
     return (torch.tensor(rows, dtype=torch.long), torch.tensor(positions, dtype=torch.long),
             {f: torch.tensor(v, dtype=torch.long) for f, v in labels.items()})
 
@@ -740,20 +745,13 @@ PAIR_FACTS = {"across": ("left_of", "right_of"), "up_down": ("above", "below")} 
 
 def pair_targets(processor, scenes: list, input_ids) -> tuple:
     "(rows, positions, fact -> labels) at each category word after another in its caption sentence: how the earlier object stands to it."
-    words, image_id = _category_tokens(processor.tokenizer), processor.image_token_id
-    full_stop = processor.tokenizer.convert_tokens_to_ids(".")
     rows, positions, labels = [], [], {f: [] for f in PAIR_FACTS}
     for r, scene in enumerate(scenes):
-        ids, cats, earlier = input_ids[r].tolist(), [o.category for o in scene.objects], None
-        for i in range(max(i for i, t in enumerate(ids) if t == image_id) + 1, len(ids)):
-            if ids[i] == full_stop: earlier = None
-            if ids[i] not in words or cats.count(cat := CATEGORIES[words[ids[i]] - 1]) != 1: continue   # each its scene's only such object
-            o = scene.objects[cats.index(cat)]
-            if earlier is not None and earlier is not o:
-                rows.append(r); positions.append(i)
-                for f, (first, second) in PAIR_FACTS.items():
-                    labels[f].append(0 if relation_holds(earlier, o, first) else 2 if relation_holds(earlier, o, second) else 1)
-            earlier = o
+        named = _named_objects(processor, scene, input_ids[r].tolist())
+        for (_, sentence_a, a), (i, sentence_b, b) in zip(named, named[1:]):
+            if sentence_a != sentence_b or a is b: continue
+            rows.append(r); positions.append(i)
+            for f, (first, second) in PAIR_FACTS.items(): labels[f].append(0 if relation_holds(a, b, first) else 2 if relation_holds(a, b, second) else 1)
     return (torch.tensor(rows, dtype=torch.long), torch.tensor(positions, dtype=torch.long),
             {f: torch.tensor(v, dtype=torch.long) for f, v in labels.items()})
 
