@@ -37,7 +37,7 @@ lab: env
 export: env
 	$(BIN)/nbdev_export && $(BIN)/nbdev_clean
 
-# Retrain the embedded tiny model from its seed, deterministically (about 9 hours on 2 cores): tower, thirty phases, evaluation,
+# Retrain the embedded tiny model from its seed, deterministically (about 10 hours on 2 cores): tower, thirty-four phases, evaluation,
 # run.json, eval.json and MODEL_CARD.md in mmresearch/assets/tiny-llava/ (then `git diff` shows whether anything moved).
 # The shipped weights were trained with AVX2 kernels: on an AVX-512 CPU torch and oneDNN would pick others and sum in
 # another order, so both are pinned (as tests/conftest.py does for the checksum tests).

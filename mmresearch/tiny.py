@@ -51,15 +51,16 @@ __all__ = ['SPECIAL_TOKENS', 'OPTION_LETTERS', 'CHAT_TEMPLATE', 'SHORT_PROMPTS',
            'SETTLE_PHASE', 'RELATION_PHASE', 'RELATION_RETURN_PHASE', 'RELATION_SETTLE_PHASE', 'EVENT_PHASE',
            'EVENT_RETURN_PHASE', 'EVENT_SETTLE_PHASE', 'EVENT_PAIR_PHASE', 'PAIR_RETURN_PHASE', 'PAIR_SETTLE_PHASE',
            'AUX_PAIR_WEIGHTS', 'AUX_PAIR_PHASES', 'AUX_RETURN_PHASE', 'AUX_SETTLE_PHASE', 'COLOUR_SETTLE_PHASE',
-           'AUX_PHASES', 'AUX_AGAIN_PHASES', 'STUDY_PHASES', 'SHIPPED_THREADS', 'word_tokenizer', 'TinyLlavaConfig',
-           'TinyLlava', 'tiny_processor', 'build_tiny_llava', 'study_texts', 'tiny_vocabulary', 'Example',
-           'judge_score', 'make_example', 't2i_held_out_texts', 't2i_draw', 'draw_examples', 'collate_chats', 'collate',
-           'llava_chat', 'patch_targets', 'vision_heads', 'vision_accuracy', 'pretrain_vision', 'grounding_targets',
-           'grounding_loss', 'change_kind', 'checked_caption', 'object_fact', 'fact_targets', 'pair_targets',
-           'error_onset', 'wrong_targets', 'TrainConfig', 'aux_heads', 'aux_losses', 'train', 'train_chats',
-           'eval_examples', 'ask', 'score_answer', 'accuracy', 'description_hallucination', 'easyvqa_accuracy',
-           'file_sha256', 'write_model_card', 'train_tiny', 'with_share', 'state_sha256', 'train_shipped',
-           'caption_check_by_change', 'evaluate_tiny', 'write_run', 'make_tiny', 'ablation_losses']
+           'AUX_PHASES', 'AUX_AGAIN_PHASES', 'RELATION_PAIR_PHASES', 'STUDY_PHASES', 'SHIPPED_THREADS',
+           'word_tokenizer', 'TinyLlavaConfig', 'TinyLlava', 'tiny_processor', 'build_tiny_llava', 'study_texts',
+           'tiny_vocabulary', 'Example', 'judge_score', 'make_example', 't2i_held_out_texts', 't2i_draw',
+           'draw_examples', 'collate_chats', 'collate', 'llava_chat', 'patch_targets', 'vision_heads',
+           'vision_accuracy', 'pretrain_vision', 'grounding_targets', 'grounding_loss', 'change_kind',
+           'checked_caption', 'object_fact', 'fact_targets', 'pair_targets', 'error_onset', 'wrong_targets',
+           'TrainConfig', 'aux_heads', 'aux_losses', 'train', 'train_chats', 'eval_examples', 'ask', 'score_answer',
+           'accuracy', 'description_hallucination', 'easyvqa_accuracy', 'file_sha256', 'write_model_card', 'train_tiny',
+           'with_share', 'state_sha256', 'train_shipped', 'caption_check_by_change', 'evaluate_tiny', 'write_run',
+           'make_tiny', 'ablation_losses']
 
 # %% ../nbs/06_tiny.ipynb #70eff159
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>", "<image>")
@@ -1112,9 +1113,12 @@ COLOUR_SETTLE_PHASE = replace(AUX_SETTLE_PHASE, seed=32, weights=AUX_SETTLE_PHAS
 AUX_PHASES = [*AUX_PAIR_PHASES, AUX_RETURN_PHASE, AUX_SETTLE_PHASE, COLOUR_SETTLE_PHASE]   # the twenty-third to twenty-seventh
 AUX_AGAIN_PHASES = [replace(AUX_PAIR_PHASES[0], seed=33), replace(AUX_RETURN_PHASE, seed=34),   # the twenty-eighth to thirtieth: the
                     replace(COLOUR_SETTLE_PHASE, seed=35)]   # pairs, the return and the colour settle once more, on fresh seeds
+RELATION_PAIR_PHASES = [replace(p, seed=s, relations=1.0) for p, s in   # the thirty-first to thirty-fourth: both pair phases, the
+                        zip([*AUX_PAIR_PHASES, AUX_RETURN_PHASE, COLOUR_SETTLE_PHASE], range(36, 40))]   # return and the colour settle, pair-relation heads on
 STUDY_PHASES = [STUDY_PHASE, SKILL_PHASE, ATTRIBUTE_PHASE, TOWER_PHASE, FINE_PHASE, *WHERE_PHASES, RETURN_PHASE, SETTLE_PHASE,
                 RELATION_PHASE, RELATION_RETURN_PHASE, RELATION_SETTLE_PHASE, EVENT_PHASE, EVENT_RETURN_PHASE,
-                EVENT_SETTLE_PHASE, EVENT_PAIR_PHASE, PAIR_RETURN_PHASE, PAIR_SETTLE_PHASE, *AUX_PHASES, *AUX_AGAIN_PHASES] # the phases run after the save point of the first four
+                EVENT_SETTLE_PHASE, EVENT_PAIR_PHASE, PAIR_RETURN_PHASE, PAIR_SETTLE_PHASE, *AUX_PHASES, *AUX_AGAIN_PHASES,
+                *RELATION_PAIR_PHASES] # the phases run after the save point of the first four
 
 def state_sha256(model) -> str:
     "SHA-256 over a model's parameters and buffers (names, shapes and float bytes, in name order)."

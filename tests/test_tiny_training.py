@@ -13,7 +13,7 @@ from mmresearch.scenes import SPLITS
 from mmresearch.t2i_judge import T2I_CATEGORIES, prompt_set
 from mmresearch.tiny import (ATTRIBUTE_WEIGHTS, AUX_AGAIN_PHASES, AUX_PAIR_PHASES, AUX_PAIR_WEIGHTS, AUX_RETURN_PHASE, AUX_SETTLE_PHASE, CHANGE_PAIRS,
                              AUX_PHASES, COLOUR_SETTLE_PHASE, EVENT_PAIR_PHASE, EVENT_PHASE, EVENT_RETURN_PHASE, EVENT_SETTLE_PHASE, FINE_PHASE,
-                             FINE_WEIGHTS, PAIR_RETURN_PHASE, PAIR_SETTLE_PHASE, RELATION_PHASE, RELATION_RETURN_PHASE,
+                             FINE_WEIGHTS, PAIR_RETURN_PHASE, PAIR_SETTLE_PHASE, RELATION_PAIR_PHASES, RELATION_PHASE, RELATION_RETURN_PHASE,
                              RELATION_SETTLE_PHASE, RETURN_PHASE, SETTLE_PHASE, SETTLE_WEIGHTS, SKILL_TASKS, SKILL_WEIGHTS, STUDY_PHASES,
                              STUDY_TASKS, STUDY_WEIGHTS, TOWER_PHASE, TOWER_WEIGHTS, WHERE_PHASES, TinyLlavaConfig, TrainConfig,
                              draw_examples, state_sha256, t2i_held_out_texts, train_shipped, train_tiny, write_run)
@@ -82,15 +82,19 @@ def test_short_retraining_reproduces_checksum(tmp_path):
                                                  SETTLE_WEIGHTS | {"hal_relation": 0.5, "hal_event": 0.5, "event_pairs": 0.5, "hal_pairs": 1.0},
                                                  AUX_PAIR_WEIGHTS, AUX_PAIR_WEIGHTS, AUX_RETURN_PHASE.weights, AUX_SETTLE_PHASE.weights,
                                                  AUX_SETTLE_PHASE.weights | {"color": 2.0}, AUX_PAIR_WEIGHTS, AUX_RETURN_PHASE.weights,
-                                                 AUX_SETTLE_PHASE.weights | {"color": 2.0}]
-    assert STUDY_PHASES[-len(AUX_PHASES) - 3:] == AUX_PHASES + AUX_AGAIN_PHASES
+                                                 AUX_SETTLE_PHASE.weights | {"color": 2.0}, AUX_PAIR_WEIGHTS, AUX_PAIR_WEIGHTS,
+                                                 AUX_RETURN_PHASE.weights, AUX_SETTLE_PHASE.weights | {"color": 2.0}]
+    assert STUDY_PHASES[-len(AUX_PHASES) - 7:] == AUX_PHASES + AUX_AGAIN_PHASES + RELATION_PAIR_PHASES
     for again, before in zip(AUX_AGAIN_PHASES, (AUX_PAIR_PHASES[0], AUX_RETURN_PHASE, COLOUR_SETTLE_PHASE)):   # the same phases on new seeds
         assert replace(again, seed=before.seed) == before and again.seed != before.seed
+    for again, before in zip(RELATION_PAIR_PHASES, (*AUX_PAIR_PHASES, AUX_RETURN_PHASE, COLOUR_SETTLE_PHASE)):   # again, with the pair-relation heads
+        assert replace(again, seed=before.seed, relations=0.0) == before and again.seed != before.seed
     for phase, before, share in ((AUX_RETURN_PHASE, PAIR_RETURN_PHASE, 0.3), (AUX_SETTLE_PHASE, PAIR_SETTLE_PHASE, 0.2)):
         assert list(phase.weights)[:len(before.weights)] == list(before.weights) and set(phase.weights) - set(before.weights) == set(CHANGE_PAIRS)
         pairs = sum(phase.weights[t] for t in CHANGE_PAIRS)
         assert abs(pairs / sum(phase.weights.values()) - share) < 1e-3   # the pairs by change are drawn `share` of the time
-    assert [(p.facts, p.wrong) for p in STUDY_PHASES] == [(0.0, 0.0)] * 18 + [(1.0, 1.0)] * 8   # the auxiliary losses: the last eight
+    assert [(p.facts, p.wrong) for p in STUDY_PHASES] == [(0.0, 0.0)] * 18 + [(1.0, 1.0)] * 12   # the auxiliary losses: the last twelve
+    assert [p.relations for p in STUDY_PHASES] == [0.0] * 26 + [1.0] * 4   # the pair-relation heads: the last four
     assert [p.vision_lr_scale > 0 for p in STUDY_PHASES[3:]] == [p is not EVENT_PAIR_PHASE for p in STUDY_PHASES[3:]]   # the tower
     # learns in every phase from the eighth on but the twentieth, which runs at a higher rate on one narrow task
     assert [p.objects for p in STUDY_PHASES].count(None) == len(STUDY_PHASES) - 1 and EVENT_PHASE.objects == 2
@@ -167,3 +171,13 @@ def test_the_auxiliary_loss_phase_reproduces_its_checksum(tmp_path):
     assert plain != AUX_PAIRS_SHA256   # the auxiliary losses are part of what the checksum pins
     facts_only = short_run_sha256(tmp_path/"facts", AUX_PAIR_PHASES[0], wrong=0.0)
     assert len({facts_only, plain, AUX_PAIRS_SHA256}) == 3   # and each of the two
+
+
+# state_sha256 of a short run whose later phase is the thirty-first's recipe (the pairs again, with the pair-relation heads)
+RELATION_PAIRS_SHA256 = "d377c7c83d527d0a191b25c5ecd10b52c6eb02fcd179d632f78d37f36f9dd526"
+
+def test_the_pair_relation_phase_reproduces_its_checksum(tmp_path):
+    assert short_run_sha256(tmp_path/"tiny", RELATION_PAIR_PHASES[0]) == RELATION_PAIRS_SHA256
+    assert short_run_sha256(tmp_path/"plain", RELATION_PAIR_PHASES[0], relations=0.0) != RELATION_PAIRS_SHA256   # the heads are pinned
+    off = short_run_sha256(tmp_path/"off", RELATION_PAIR_PHASES[0], relations=0.0, seed=AUX_PAIR_PHASES[0].seed)
+    assert off == AUX_PAIRS_SHA256   # with the heads off and the twenty-third's seed it is the twenty-third phase
