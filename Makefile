@@ -38,8 +38,9 @@ export: env
 	$(BIN)/nbdev_export && $(BIN)/nbdev_clean
 
 # Retrain the embedded tiny model from its seed, deterministically (about 10 hours on 2 cores): tower, thirty-four phases, evaluation,
-# run.json, eval.json and MODEL_CARD.md in mmresearch/assets/tiny-llava/ (then `git diff` shows whether anything moved).
-# The shipped weights were trained with AVX2 kernels: on an AVX-512 CPU torch and oneDNN would pick others and sum in
-# another order, so both are pinned (as tests/conftest.py does for the checksum tests).
+# run.json, eval.json and MODEL_CARD.md in mmresearch/assets/tiny-llava/ (then `git diff` shows what moved; the README
+# says why this machine does not give the shipped bytes from the seed).
+# The shipped weights' later phases were trained with AVX2 kernels: on an AVX-512 CPU torch and oneDNN would pick
+# others and sum in another order, so both are pinned (as tests/conftest.py does for the checksum tests).
 tiny: env
 	ATEN_CPU_CAPABILITY=avx2 DNNL_MAX_CPU_ISA=AVX2 $(BIN)/python -c "from mmresearch.tiny import make_tiny; make_tiny()"
