@@ -723,20 +723,23 @@ def object_fact(o, fact: str) -> int:
     if fact in ("size", "texture"): return names.index(o.attr(fact))
     return next((i for i in (0, 2) if names[i] in regions(o)), 1)   # left/right, top/bottom, else the middle third
 
-def _named_objects(processor, scene, ids: list[int]) -> list[tuple]:
-    "(position, sentence, object) for each category word after the image that names its scene's only object of that category."
+def _named_objects(processor, scenes: list, input_ids) -> list[list[tuple]]:
+    "Per row, (position, sentence, object) for each category word after the image that names its scene's only such object."
     words, full_stop = _category_tokens(processor.tokenizer), processor.tokenizer.convert_tokens_to_ids(".")
-    cats, out, sentence = [o.category for o in scene.objects], [], 0
-    for i in range(max(i for i, t in enumerate(ids) if t == processor.image_token_id) + 1, len(ids)):
-        sentence += ids[i] == full_stop
-        if ids[i] in words and cats.count(cat := CATEGORIES[words[ids[i]] - 1]) == 1: out.append((i, sentence, scene.objects[cats.index(cat)]))
+    out = []
+    for scene, ids in zip(scenes, input_ids.tolist()):
+        cats, named, sentence = [o.category for o in scene.objects], [], 0
+        for i in range(max(i for i, t in enumerate(ids) if t == processor.image_token_id) + 1, len(ids)):
+            sentence += ids[i] == full_stop
+            if ids[i] in words and cats.count(cat := CATEGORIES[words[ids[i]] - 1]) == 1: named.append((i, sentence, scene.objects[cats.index(cat)]))
+        out.append(named)
     return out
 
 def fact_targets(processor, scenes: list, input_ids) -> tuple:
     "(rows, positions, fact -> labels) at each category word after the image that names its scene's only object of that category."
     rows, positions, labels = [], [], {f: [] for f in OBJECT_FACTS}
-    for r, scene in enumerate(scenes):
-        for i, _, o in _named_objects(processor, scene, input_ids[r].tolist()):
+    for r, named in enumerate(_named_objects(processor, scenes, input_ids)):
+        for i, _, o in named:
             rows.append(r); positions.append(i)
             for f in OBJECT_FACTS: labels[f].append(object_fact(o, f))
     return (torch.tensor(rows, dtype=torch.long), torch.tensor(positions, dtype=torch.long),
@@ -747,8 +750,7 @@ PAIR_FACTS = {"across": ("left_of", "right_of"), "up_down": ("above", "below")} 
 def pair_targets(processor, scenes: list, input_ids) -> tuple:
     "(rows, positions, fact -> labels) at each category word after another in its caption sentence: how the earlier object stands to it."
     rows, positions, labels = [], [], {f: [] for f in PAIR_FACTS}
-    for r, scene in enumerate(scenes):
-        named = _named_objects(processor, scene, input_ids[r].tolist())
+    for r, named in enumerate(_named_objects(processor, scenes, input_ids)):
         for (_, sentence_a, a), (i, sentence_b, b) in zip(named, named[1:]):
             if sentence_a != sentence_b or a is b: continue
             rows.append(r); positions.append(i)
