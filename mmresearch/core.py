@@ -18,6 +18,8 @@ from typing import Any, Iterable, Literal, Mapping
 
 from PIL import Image, UnidentifiedImageError
 
+from .inputs import read_input_hashed
+
 # %% auto #0
 __all__ = ['MAX_IMAGE_PIXELS', 'Part', 'ERROR_KINDS', 'SECRET_NAME', 'MIN_SECRET_LEN', 'canonical_json', 'stable_hash',
            'ImageDecodeError', 'ImageRef', 'Message', 'user', 'Request', 'CallError', 'Response', 'option_variants',
@@ -51,10 +53,11 @@ class ImageRef:
     def __init__(self,
                  source: str | Path | bytes | Image.Image, # file path, encoded bytes, or a PIL image
                  name: str | None = None, # how errors and reports name it; defaults to the path
-                 max_pixels: int = MAX_IMAGE_PIXELS): # refuse images with more pixels than this
+                 max_pixels: int = MAX_IMAGE_PIXELS, # refuse images with more pixels than this
+                 root: str | Path | None = None): # a path source must resolve inside this folder (`inputs.confine`); None: any
         if not isinstance(source, (str, Path, bytes, Image.Image)):
             raise TypeError(f"ImageRef source must be a path, bytes or PIL image, not {type(source).__name__}")
-        self.source, self.max_pixels = source, max_pixels
+        self.source, self.max_pixels, self.root = source, max_pixels, root
         self.name = name or (str(source) if isinstance(source, (str, Path)) else f"<{type(source).__name__} image>")
         self._bytes: bytes | None = None
         self._sha256: str | None = None
@@ -66,7 +69,7 @@ class ImageRef:
             elif isinstance(self.source, Image.Image):
                 buf = io.BytesIO(); self.source.save(buf, format="PNG"); self._bytes = buf.getvalue()
             else:
-                try: self._bytes = Path(self.source).read_bytes()
+                try: self._bytes, self._sha256 = read_input_hashed(self.source, self.root, f"image {self.name}: ")
                 except OSError as e: raise ImageDecodeError(f"cannot read image {self.name}: {e.strerror or e}") from e
         return self._bytes
 
@@ -86,7 +89,7 @@ class ImageRef:
                 if w * h > self.max_pixels:
                     raise ImageDecodeError(f"image {self.name} has {w}x{h}={w*h:,} pixels, above the limit of {self.max_pixels:,}")
                 img.load()
-            except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+            except (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError, ValueError) as e:
                 if isinstance(e, ImageDecodeError): raise
                 raise ImageDecodeError(f"cannot decode image {self.name}: {e}") from e
         return img if img.mode == "RGB" else img.convert("RGB")

@@ -8,10 +8,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import os
 from pathlib import Path
 from typing import Callable, Sequence
 
 from .core import Request, Response, option_share
+from .inputs import file_sha256, record_folder
 
 # %% auto #0
 __all__ = ['MODEL_FILES', 'generate_in_batches', 'default_device', 'as_list', 'cut_at_stop', 'folder_hash', 'ask_scored',
@@ -54,13 +56,10 @@ MODEL_FILES = ("*config.json", "tokenizer*.json", "special_tokens_map.json", "ad
                "vocab.*", "merges.txt", "*.safetensors", "*.bin", "*.jinja", "*.model")
 
 def folder_hash(folder: Path, patterns: tuple[str, ...] = MODEL_FILES) -> str:
-    "SHA-256 over the names and contents of a model folder's weight, config and tokenizer files (not notes or reports)."
-    h = hashlib.sha256()
-    for f in sorted({p for pat in patterns for p in folder.glob(pat)}):
-        h.update(f.name.encode())
-        with open(f, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""): h.update(block)
-    return h.hexdigest()
+    "SHA-256 over the names and contents of a model folder's weight, config and tokenizer files (not notes or reports), recorded in the run's input ledger."
+    root = Path(os.path.realpath(folder))
+    return hashlib.sha256("".join(f"{f.relative_to(root).as_posix()}\0{file_sha256(f)}\n"
+                                  for f in record_folder(root, patterns)).encode()).hexdigest()
 
 # %% ../nbs/01b_generation.ipynb #ba5e6d33
 def ask_scored(model, # anything with `generate`

@@ -14,12 +14,13 @@ from fastcore.basics import patch
 
 from .cache import CachedModel, ResponseCache
 from .blind import BlindModel
-from .generation import MODEL_FILES, folder_hash
+from .generation import MODEL_FILES
+from .inputs import InputLedger, open_ledger, record_folder
 from .models import HFModel, load_model, parse_model_spec
 from . import report
 
 # %% auto #0
-__all__ = ['Run', 'model_sources', 'open_run']
+__all__ = ['Run', 'record_model_files', 'open_run']
 
 # %% ../nbs/19_study.ipynb #89410200
 @dataclass
@@ -33,6 +34,7 @@ class Run:
     specs: dict = field(default_factory=dict) # role -> the spec string it was opened with (None: not used)
     models: dict = field(default_factory=dict) # role -> its CachedModel (None: not used)
     study: str = "study" # the study's name: names its results in the Every Eval Ever record
+    ledger: InputLedger | None = None # every file the run read (`inputs`); written to the manifest as `inputs`
 
     def backend(self, spec: str,
                 server: dict | None = None): # {"base_url", "api_key_env"} of a role's own server; None: the run's
@@ -52,8 +54,11 @@ class Run:
         "The model for `role`, every call through the run's cache; None when `spec` is None."
         if role in self.models: raise ValueError(f"role {role!r} is already open in this run (with spec {self.specs[role]!r})")
         self.specs[role] = spec
-        self.models[role] = None if spec is None else CachedModel(backend if backend is not None else self.backend(spec, server),
-                                                                 self.cache, batch_check=batch_check, batch_check_seed=self.seed)
+        if spec is None: self.models[role] = None
+        else:
+            model = backend if backend is not None else self.backend(spec, server)
+            record_model_files(model)
+            self.models[role] = CachedModel(model, self.cache, batch_check=batch_check, batch_check_seed=self.seed)
         return self.models[role]
 
 # %% ../nbs/19_study.ipynb #b3ad4a98
@@ -74,8 +79,7 @@ def manifest_fields(self: Run) -> dict:
         out[role], out[f"{role}_fingerprint"] = self.specs[role], m.fingerprint if m is not None else None
     first = next(iter(self.models.values()), None)
     return {**out, "batch_invariance": first.batch_invariance() if first is not None else None,
-            "cache": _cache_fields(self.models),
-            "model_sources": {role: model_sources(m.model) for role, m in self.models.items() if m is not None}}
+            "cache": _cache_fields(self.models), "inputs": self.ledger.manifest() if self.ledger is not None else None}
 
 @patch
 def write_manifest(self: Run, **fields) -> Path: # study facts: dataset, prompt hashes, decoding, seeds ...
@@ -87,15 +91,15 @@ def write_manifest(self: Run, **fields) -> Path: # study facts: dataset, prompt 
     return path
 
 # %% ../nbs/19_study.ipynb #27fa53a5
-def model_sources(backend) -> list[dict]:
-    "The local files a backend's weights come from: folder, file globs and their SHA-256 (`generation.folder_hash`); [] for none."
+def record_model_files(backend) -> list[Path]:
+    "Record in the run's input ledger the local files a backend's weights come from (`inputs.record_folder`); [] for none."
     if isinstance(backend, HFModel) and backend.is_local: folder, patterns = Path(backend.model_id), MODEL_FILES
     elif isinstance(backend, BlindModel):
         try: path = backend.path
         except (FileNotFoundError, ModuleNotFoundError): return []
         folder, patterns = path.parent, (glob.escape(path.name),)
     else: return []
-    return [{"folder": str(folder.resolve()), "patterns": list(patterns), "sha256": folder_hash(folder, patterns)}]
+    return record_folder(folder, patterns)
 
 # %% ../nbs/19_study.ipynb #b03718f0
 def open_run(name: str, # the study's name: prefixes the temporary folders
@@ -105,8 +109,9 @@ def open_run(name: str, # the study's name: prefixes the temporary folders
              base_url: str | None = None, # OpenAI-compatible server URL, for "openai:" specs
              api_key_env: str | None = None # NAME of the environment variable holding the API key
             ) -> Run:
-    "Make the run's output folder and open its response cache; models are opened with `Run.model`."
+    "Make the run's output folder, open its response cache and start its input ledger; models are opened with `Run.model`."
     out = Path(output_dir) if output_dir else Path(tempfile.mkdtemp(prefix=f"{name}-"))
     out.mkdir(parents=True, exist_ok=True)
     cache_file = Path(cache_path) if cache_path else Path(tempfile.mkdtemp(prefix=f"{name}-cache-"))/"responses.sqlite"
-    return Run(out, ResponseCache(cache_file), seed=seed, base_url=base_url, api_key_env=api_key_env, study=name)
+    return Run(out, ResponseCache(cache_file), seed=seed, base_url=base_url, api_key_env=api_key_env, study=name,
+               ledger=open_ledger())

@@ -8,9 +8,9 @@ from __future__ import annotations
 import ast
 import contextlib
 import fcntl
-import functools
 import importlib.metadata
 import itertools
+import json
 import os
 import platform
 import re
@@ -28,6 +28,7 @@ import yaml
 
 from .cache import ResponseCache, project_root
 from .core import canonical_json, looks_like_token, redact, secret_values, stable_hash, url_credential
+from .inputs import EXTRA_ROOTS_ENV, ledger_changes
 from .report import (MANIFEST, SWEEP_FILE, generic_summary_path, read_manifest, read_sweep, render_index,
                                render_run, render_summary, run_report_notebook, write_json, write_text_atomic)
 
@@ -35,13 +36,13 @@ from .report import (MANIFEST, SWEEP_FILE, generic_summary_path, read_manifest, 
 __all__ = ['SPEC_KEYS', 'RESERVED', 'MAX_FAILED_SHARE', 'MAX_YAML_NODES', 'PACKAGE_DATA', 'OUTPUTS', 'LOCK_FILE', 'PACKAGES',
            'THREAD_VARS', 'EXECUTORS', 'OWNER_FILE', 'SweepSpec', 'param_types', 'read_yaml', 'load_params', 'Cell',
            'run_name', 'check_secrets', 'expand_grid', 'select_cells', 'notebook_hash', 'module_refs', 'module_closure',
-           'code_fingerprint', 'data_hash', 'cell_fingerprint', 'package_data_hash', 'sources_current', 'data_current',
-           'RunResult', 'folder_lock', 'failed_calls_problem', 'run_performance', 'run_job', 'git_info',
-           'package_versions', 'thread_budget', 'set_env', 'execute_local', 'execute_dask', 'SweepResult', 'is_current',
-           'run_sweep']
+           'code_fingerprint', 'data_hash', 'cell_fingerprint', 'package_data_hash', 'RunResult', 'folder_lock',
+           'failed_calls_problem', 'run_performance', 'run_job', 'git_info', 'package_versions', 'thread_budget',
+           'set_env', 'execute_local', 'execute_dask', 'SweepResult', 'why_not_current', 'is_current', 'run_sweep']
 
 # %% ../nbs/20_sweep.ipynb #bbde0ad3
-SPEC_KEYS = ("name", "description", "notebook", "fixed", "grid", "cells", "data", "headline", "summary", "max_failed_share")
+SPEC_KEYS = ("name", "description", "notebook", "fixed", "grid", "cells", "data", "headline", "summary", "max_failed_share",
+             "extra_roots")
 RESERVED = ("output_dir", "cache_path")
 _SECRET_NAME = re.compile(r"(^|_)(api_?key|token|secret|password|passwd)$", re.I)
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # what an `*_env` parameter's value must look like
@@ -63,6 +64,7 @@ class SweepSpec:
     summary: Path | None = None
     notebook_params: dict = field(default_factory=dict) # what papermill finds in the parameters cell
     max_failed_share: float = MAX_FAILED_SHARE # a finished run with a larger share of failed model calls is failed
+    extra_roots: list = field(default_factory=list) # folders outside the data roots that records may point into (resolved)
 
     def rel(self, p: Path) -> str:
         "`p` relative to the root when inside it."
@@ -217,7 +219,20 @@ def load_params(path: str | Path) -> SweepSpec:
     headline = raw.get("headline")
     if headline is not None and not isinstance(headline, str): raise ValueError(f"{path}: headline must be a metric name, got {headline!r}")
     return SweepSpec(name, path, root.resolve(), nb, dict(fixed), dict(grid), list(cells), data,
-                     str(raw.get("description") or ""), headline, summary, dict(nb_params), float(share))
+                     str(raw.get("description") or ""), headline, summary, dict(nb_params), float(share),
+                     _extra_roots(path, root, raw.get("extra_roots")))
+
+def _extra_roots(path: Path, root: Path, given: Any) -> list[str]:
+    "The `extra_roots:` folders, resolved against the project root; each must be an existing folder."
+    if given is None: return []
+    if not isinstance(given, list) or not all(isinstance(r, str) and r.strip() for r in given):
+        raise ValueError(f"{path}: extra_roots must be a list of folders that records may point into, got {given!r}")
+    out = []
+    for r in given:
+        folder = _resolve(root, r)
+        if not folder.is_dir(): raise ValueError(f"{path}: extra_roots: {r!r} is not a folder (looked for {folder})")
+        out.append(str(folder))
+    return out
 
 # %% ../nbs/20_sweep.ipynb #d8ab9000
 def _check_notebook(spec_path: Path, key: str, nb: Path) -> None:
@@ -342,8 +357,8 @@ def data_hash(spec: SweepSpec) -> str:
     return stable_hash([(spec.rel(p), hashlib.sha256(p.read_bytes()).hexdigest()) for p in files])
 
 def cell_fingerprint(spec: SweepSpec, cell: Cell, code: str, data: str) -> dict:
-    "What a run's outputs depend on: its parameters, the code and the data."
-    return {"params": stable_hash(cell.params), "code": code, "data": data}
+    "What a run's outputs depend on: its parameters, the code, the data globs and the folders outside its data it may read."
+    return {"params": stable_hash(cell.params), "code": code, "data": data, "extra_roots": stable_hash(spec.extra_roots)}
 
 # %% ../nbs/20_sweep.ipynb #8968934c
 PACKAGE_DATA = ("data", "assets")  # folders of files shipped inside the package: annotations, synonyms, embedded models
@@ -357,31 +372,6 @@ def package_data_hash(pkg: Path | None = None) -> str:
     files = sorted(p for d in PACKAGE_DATA for p in (Path(pkg)/d).rglob("*") if p.is_file() and "__pycache__" not in p.parts)
     return stable_hash([(p.relative_to(pkg).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()) for p in files])
 
-def sources_current(study: dict) -> bool:
-    "Whether every local model folder a run recorded (`study.model_sources`, by role) still has the files it hashed."
-    from mmresearch.generation import folder_hash
-    for entries in (study.get("model_sources") or {}).values():
-        for s in entries or []:
-            folder = Path(s["folder"])
-            if not folder.is_dir() or folder_hash(folder, tuple(s["patterns"])) != s["sha256"]: return False
-    return True
-
-@functools.lru_cache(maxsize=256)
-def _file_sha256(path: str, mtime_ns: int, size: int) -> str:
-    "A file's SHA-256, hashed once per sweep for each version of it (a sweep's cells often read one large file)."
-    from mmresearch.datasets import file_sha256
-    return file_sha256(Path(path))
-
-def data_current(study: dict,
-                 root: Path | None = None) -> bool: # the folder the run ran in: a relative path is under it
-    "Whether every benchmark file a run read (`study.dataset.params.file_sha256`: path -> SHA-256) still has those bytes."
-    recorded = (((study.get("dataset") or {}).get("params") or {}).get("file_sha256") or {})
-    for path, sha in recorded.items():
-        path = Path(path) if root is None or Path(path).is_absolute() else Path(root)/path
-        try: st = path.stat()
-        except OSError: return False
-        if _file_sha256(str(path), st.st_mtime_ns, st.st_size) != sha: return False
-    return True
 
 # %% ../nbs/20_sweep.ipynb #2374e653
 OUTPUTS = ("run.ipynb", "samples.parquet", "metrics.csv")
@@ -445,7 +435,7 @@ def run_job(job: dict) -> dict:
     "Execute one cell with papermill (holding its folder's lock), write its manifest and page; returns a `RunResult` as a dict."
     run_dir = Path(job["run_dir"]); run_dir.mkdir(parents=True, exist_ok=True)
     with folder_lock(run_dir, f"run {job['manifest']['run']}"):
-        if is_current(run_dir, job["manifest"]["fingerprint"], Path(job["cwd"])):  # another sweep ran it while this one waited
+        if is_current(run_dir, job["manifest"]["fingerprint"]):  # another sweep ran it while this one waited
             return vars(RunResult(job["manifest"]["run"], "skipped", job["manifest"]["grid"], notebook=str(run_dir/"run.ipynb")))
         return _run_locked(job, run_dir)
 
@@ -455,7 +445,7 @@ def _run_locked(job: dict, run_dir: Path) -> dict:
     started, t0, status, error, study = _now(), time.perf_counter(), "ok", None, {}
     threads = thread_budget(job.get("concurrent_runs", 1), job.get("user_threads"))
     try:
-        with set_env(threads["env"]):  # the kernel inherits its thread budget
+        with set_env({**threads["env"], EXTRA_ROOTS_ENV: json.dumps(job.get("extra_roots") or [])}):  # the kernel inherits its thread budget and extra roots
             run_report_notebook(job["notebook"], run_dir/"run.ipynb", parameters=job["parameters"], cwd=job["cwd"])
         missing = [f for f in OUTPUTS[1:] if not (run_dir/f).exists()]
         if missing: status, error = "failed", f"the notebook finished without writing {', '.join(missing)} to output_dir"
@@ -592,13 +582,20 @@ class SweepResult:
         return "\n".join(lines)
 
 # %% ../nbs/20_sweep.ipynb #2ab85f26
-def is_current(run_dir: Path, fingerprint: dict,
-               root: Path | None = None) -> bool: # the folder the run ran in: a data file recorded by a relative path is under it
-    "Whether `run_dir` holds a successful run with this fingerprint and all its outputs (a broken manifest: no, run it again)."
+def why_not_current(run_dir: Path, fingerprint: dict) -> str | None:
+    "Why `run_dir` must run (again): no successful run, another fingerprint, an output missing, or inputs changed; None when current."
     try: m = read_manifest(run_dir)
-    except ValueError: return False
-    return (m.get("status") == "ok" and m.get("fingerprint") == fingerprint and all((run_dir/f).exists() for f in OUTPUTS)
-            and sources_current(m.get("study") or {}) and data_current(m.get("study") or {}, root))
+    except ValueError as e: return str(e)
+    if not m: return "not run yet"
+    if m.get("status") != "ok": return "its last run failed"
+    if m.get("fingerprint") != fingerprint: return "its parameters or code changed"
+    if not all((run_dir/f).exists() for f in OUTPUTS): return "an output is missing"
+    changed = ledger_changes((m.get("study") or {}).get("inputs"))
+    return f"its inputs changed: {'; '.join(changed)}" if changed else None
+
+def is_current(run_dir: Path, fingerprint: dict) -> bool:
+    "Whether `run_dir` holds a successful run with this fingerprint, all its outputs, and inputs that are as it read them."
+    return why_not_current(run_dir, fingerprint) is None
 
 def run_sweep(params_path: str | Path, # the params file
               workers: int = 2, # cells run at once
@@ -628,13 +625,15 @@ def run_sweep(params_path: str | Path, # the params file
     for c in cells:
         run_dir, fp = sweep_dir/c.run_id, cell_fingerprint(spec, c, code, data)
         fps[c.run_id] = fp
-        if is_current(run_dir, fp, spec.root):
+        reason = why_not_current(run_dir, fp)
+        if reason is None:
             if not (run_dir/"run.html").exists(): render_run(run_dir)
             results[c.run_id] = RunResult(c.run_id, "skipped", c.overrides, notebook=str(run_dir/"run.ipynb"))
         elif c.run_id in chosen:
+            if reason.startswith("its inputs changed"): print(redact(f"run {c.run_id}: {reason[:500]}; running it again"), file=sys.stderr)
             jobs.append({"notebook": str(spec.notebook), "run_dir": str(run_dir), "cwd": str(spec.root),
                          "parameters": {**c.params, "output_dir": str(run_dir), "cache_path": str(cache)},
-                         "max_failed_share": spec.max_failed_share,
+                         "max_failed_share": spec.max_failed_share, "extra_roots": spec.extra_roots,
                          "manifest": {**base, "run": c.run_id, "grid": c.overrides, "params": c.params, "fingerprint": fp}})
         else: results[c.run_id] = RunResult(c.run_id, "not run", c.overrides)
     if jobs: ResponseCache(cache).check()  # a cache that cannot be used: one line naming it, before any kernel starts

@@ -67,7 +67,7 @@ def test_first_run_writes_every_output(project):
         assert RUN_FILES <= {f.name for f in d.iterdir()}
         m = read_manifest(d)
         assert m["status"] == "ok" and m["wall_time_s"] > 0 and m["params"] == {"n_samples": 4, "cot": r.grid["cot"]}
-        assert set(m["fingerprint"]) == {"params", "code", "data"} and m["packages"]["papermill"]
+        assert set(m["fingerprint"]) == {"params", "code", "data", "extra_roots"} and m["packages"]["papermill"]
         assert (m["git"]["commit"] is None or len(m["git"]["commit"]) == 40) and m["executor"] == "local"
         assert len(m["study"]["dataset"]["sha256"]) == 64 and m["study"]["unparseable_policy"] == "negative"
         assert m["study"]["cache"]["calls"] + m["study"]["cache"]["hits"] == 4
