@@ -25,7 +25,7 @@ import pandas as pd
 
 from .batchcheck import batch_invariance_html, batch_invariance_runs_html
 from .cache import PROCESS_STATS
-from .core import ImageRef, canonical_json
+from .core import ImageRef, canonical_json, excerpt
 from .registry import PairedItems, finding_for, get_finding, get_paired
 
 # %% auto #0
@@ -33,15 +33,15 @@ __all__ = ['MANIFEST', 'SPAN_COLOURS', 'NO_SCRIPT_META', 'SWEEP_FILE', 'CI_FLAGS
            'SCORES', 'FINDING_PNG', 'FINDING_JSON', 'COMPARE_PAGE', 'MODEL_KEYS', 'MAIN_METRICS', 'PAIRED_COLUMNS',
            'QUIET_KERNEL', 'LITERAL_TEXT', 'json_safe', 'json_text', 'write_text_atomic', 'write_json', 'read_json',
            'read_manifest', 'write_manifest', 'write_csv', 'figure_png', 'show_figure', 'gallery_html',
-           'examples_gallery', 'highlight_spans', 'span_legend', 'notebook_html', 'external_resources', 'flatten',
-           'manifest_html', 'nav_html', 'render_run', 'read_sweep', 'load_sweep', 'few_clusters_marks',
-           'condition_label', 'metric_table', 'plot_metric', 'in_percent', 'unit', 'with_units', 'fmt_ci',
-           'overall_label', 'Finding', 'varying_keys', 'plt_colours', 'disc_finding', 'length_finding',
+           'examples_gallery', 'highlight_spans', 'span_legend', 'literal_markdown', 'notebook_html',
+           'external_resources', 'flatten', 'manifest_html', 'nav_html', 'render_run', 'read_sweep', 'load_sweep',
+           'few_clusters_marks', 'condition_label', 'metric_table', 'plot_metric', 'in_percent', 'unit', 'with_units',
+           'fmt_ci', 'overall_label', 'Finding', 'varying_keys', 'plt_colours', 'disc_finding', 'length_finding',
            'mmbench_finding', 'category_finding', 'headline_finding', 't2i_finding', 'pope_finding', 'finding',
            'write_finding', 'compare_table', 'render_compare', 'item_rows', 'paired_comparisons', 'quiet_progress',
            'md_text', 'md_code', 'generic_summary_path', 'literal_text', 'socket_file_kernel_manager',
-           'run_report_notebook', 'render_summary', 'runs_links_html', 'headline_value', 'render_index',
-           'checked_sweep']
+           'run_report_notebook', 'render_summary', 'unfinished_summary', 'runs_links_html', 'headline_value',
+           'render_index', 'checked_sweep']
 
 # %% ../nbs/21_report.ipynb #59129d39
 MANIFEST = "manifest.json"
@@ -204,6 +204,15 @@ def _html_cell(content: str) -> nbformat.NotebookNode:
     import nbformat
     return nbformat.v4.new_code_cell("", outputs=[nbformat.v4.new_output("display_data", data={"text/html": content})])
 
+_RAW_TAG = re.compile(r"<(?!/?code>)")   # every "<" of a computed sentence but md_code's own <code> tags
+
+def literal_markdown(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    "`nb` with every Markdown output's `<` written as `&lt;`, so a sentence computed from data never carries a tag (md_code's `<code>` aside)."
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if "text/markdown" in out.get("data", {}): out["data"]["text/markdown"] = _RAW_TAG.sub("&lt;", out["data"]["text/markdown"])
+    return nb
+
 def notebook_html(nb: nbformat.NotebookNode, # an executed notebook
                   title: str, # the page title
                   before: Iterable[str] = (), # HTML blocks shown above the notebook's cells
@@ -212,7 +221,7 @@ def notebook_html(nb: nbformat.NotebookNode, # an executed notebook
     import jinja2
     import nbformat
     from nbconvert import HTMLExporter
-    nb = nbformat.from_dict(json.loads(json.dumps(nb)))  # a copy; the caller's notebook is left alone
+    nb = literal_markdown(nbformat.from_dict(json.loads(json.dumps(nb))))  # a copy; the caller's notebook is left alone
     nb.cells = [_html_cell(b) for b in before] + nb.cells + [_html_cell(a) for a in after]
     nb.metadata["title"] = title
     ex = HTMLExporter(template_name="lab", template_file="mmresearch.html.j2",
@@ -823,12 +832,14 @@ def run_report_notebook(notebook: str | Path, # the notebook to execute
 def render_summary(sweep_dir: str | Path, # the sweep's report folder
                    notebook: str | Path | None = None, # a study's own summary notebook; default `generic_summary_path()`
                    cwd: str | Path | None = None) -> Path: # where the summary kernel runs
-    "Execute the summary notebook into `summary.ipynb` and render `summary.html`; returns the HTML path."
+    "Execute the summary notebook into `summary.ipynb` and render `summary.html` (a page saying so when no run finished); returns the HTML path."
     import nbformat
     sweep_dir = Path(sweep_dir).resolve()
     out = sweep_dir/"summary.ipynb"
-    run_report_notebook(notebook or generic_summary_path(), out, parameters={"sweep_dir": str(sweep_dir)}, cwd=cwd or sweep_dir)
     info = read_sweep(sweep_dir)
+    if not any(r["status"] in ("ok", "skipped") and (sweep_dir/r["run"]/"metrics.csv").exists() for r in info["runs"]):
+        return unfinished_summary(sweep_dir, info)
+    run_report_notebook(notebook or generic_summary_path(), out, parameters={"sweep_dir": str(sweep_dir)}, cwd=cwd or sweep_dir)
     write_finding(sweep_dir)
     compare = render_compare(sweep_dir)
     sweep_manifest = {k: v for k, v in info.items() if k != "runs"}
@@ -837,6 +848,20 @@ def render_summary(sweep_dir: str | Path, # the sweep's report folder
     page = notebook_html(nbformat.read(out, as_version=4), f"{info['name']}: summary",
                          before=[nav_html(("all sweeps", "../index.html"), *([("models compared", COMPARE_PAGE)] if compare else []))],
                          after=[*([checks] if checks else []), runs_links_html(info), manifest_html(sweep_manifest, "Sweep manifest")])
+    return write_text_atomic(sweep_dir/"summary.html", page)
+
+def unfinished_summary(sweep_dir: Path, info: dict) -> Path:
+    "The summary of a sweep in which no run finished: which runs failed and why, with links to their pages; nothing to compare."
+    import nbformat
+    for f in ("summary.ipynb", FINDING_PNG, FINDING_JSON, COMPARE_PAGE): (sweep_dir/f).unlink(missing_ok=True)
+    tried = [r for r in info["runs"] if r["status"] != "not run"]
+    errors = "".join(f'<li><a href="{html.escape(r["run"], quote=True)}/run.html">{html.escape(r["run"])}</a>: '
+                     f'{html.escape(excerpt(r.get("error") or r["status"], 500))}</li>' for r in tried)
+    note = (f'<p class="mmr-unfinished">None of the {len(tried)} runs of this sweep finished, so there is nothing to compare. '
+            f'What stopped each one:</p><ul>{errors}</ul>')
+    page = notebook_html(nbformat.v4.new_notebook(), f"{info['name']}: summary",
+                         before=[nav_html(("all sweeps", "../index.html")), note],
+                         after=[manifest_html({k: v for k, v in info.items() if k != "runs"}, "Sweep manifest")])
     return write_text_atomic(sweep_dir/"summary.html", page)
 
 def runs_links_html(info: dict) -> str:

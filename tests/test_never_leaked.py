@@ -5,7 +5,9 @@ any parameter, and `notebook:` naming a file that is not a notebook: refused bef
 import pytest
 
 from mmresearch.sweep import load_params, run_sweep
-from test_sweep import cli, write
+from test_sweep import SMOKE, cli, write
+
+ROOT_NB = SMOKE.parent   # the experiment notebooks
 
 HF = "hf_" + "Q8zR2LmX0pT7vWc3Ns5Ye1UbKd4Fj6Hg9A"   # the shape of a Hugging Face token (made up)
 URL_KEY = "AIzaFakeKey0123456789abcdefghijklmnopq"
@@ -37,9 +39,10 @@ def test_key_in_base_url_is_refused(tmp_path):
 
 
 def test_any_secret_variable_in_any_parameter_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_TOKEN", HF)                 # set, but named by no *_env parameter
-    _refused(tmp_path, f"notebook: SMOKE\nfixed: {{model: 'openai:m', base_url: 'http://127.0.0.1:9/{HF}/v1'}}\n",
-             "contains the value of the environment variable named by 'the secret variable HF_TOKEN'", HF)
+    plain = "correct-horse-battery-staple"            # a secret not shaped like a key: only its being a secret variable tells
+    monkeypatch.setenv("HF_TOKEN", plain)              # set, but named by no *_env parameter
+    _refused(tmp_path, f"notebook: SMOKE\nfixed: {{model: 'openai:m', base_url: 'http://127.0.0.1:9/{plain}/v1'}}\n",
+             "contains the value of the environment variable named by 'the secret variable HF_TOKEN'", plain)
     _refused(tmp_path, f"notebook: SMOKE\nfixed: {{n_samples: '{HF}'}}\n", "looks like a key", HF)   # wrong type, not echoed
 
 
@@ -50,3 +53,29 @@ def test_notebook_that_is_not_a_notebook_is_refused_unread(tmp_path):
     (tmp_path/"fake.ipynb").write_text(secret + "\n")                               # named like one, but is not
     _refused(tmp_path, f"notebook: {tmp_path/'fake.ipynb'}\n", "is not a valid Jupyter notebook", secret[15:])
     _refused(tmp_path, f"notebook: SMOKE\nsummary: {tmp_path/'.env'}\n", r"summary .*\.env is not a Jupyter notebook", secret[15:])
+
+
+# Issue 39: one rule over every value (nested dicts and lists, every part of a URL, model specs), not one per parameter.
+KEY = "sk-proj-" + "Zq7Xw2Ve9Rt4Yu1Io6Pa3Sd8Fg5"                # the shape of an OpenAI project key (made up)
+T2I, GEN = "{nb}/t2i_judge.ipynb", "{nb}/haleval_gen.ipynb"
+
+
+@pytest.mark.parametrize("notebook, fixed, needle", [
+    (T2I, f"{{generator: 'openai-images:m', prompts_file: p.csv, generator_settings: {{size: 512x512, api_key: {KEY}}}}}",
+     r"fixed.generator_settings.api_key is a field named like a secret"),
+    (T2I, f"{{extra_judges: [{{judge: palette}}, {{judge: 'openai:{KEY}', mode: direct}}]}}",
+     r"fixed.extra_judges\[1\].judge is a value that looks like a key or token"),
+    (GEN, f"{{judge: 'openai:{KEY}'}}", r"fixed.judge is a value that looks like a key or token"),
+    (GEN, f"{{model: 'openai:m', base_url: 'https://{KEY}@api.example.com/v1'}}", r"user info before the host"),
+    (GEN, f"{{model: 'openai:m', base_url: 'https://someone:{KEY}@api.example.com/v1'}}", r"a password before the host"),
+    (GEN, f"{{model: 'openai:m', base_url: 'https://api.example.com/{KEY}/v1'}}", r"a path segment shaped like a key"),
+    (GEN, f"{{model: 'openai:m', base_url: 'https://api.example.com/v1?k={KEY}'}}", r"query parameter 'k', shaped like a key"),
+])
+def test_a_key_anywhere_in_any_value_is_refused(tmp_path, notebook, fixed, needle):
+    _refused(tmp_path, f"notebook: {notebook.format(nb=ROOT_NB)}\nfixed: {fixed}\n", needle, KEY)
+
+
+def test_a_key_in_the_description_or_a_grid_value_is_refused(tmp_path):
+    _refused(tmp_path, f"notebook: SMOKE\ndescription: 'try with {KEY}'\n", "description is a value that looks like a key", KEY)
+    _refused(tmp_path, f"notebook: {ROOT_NB}/haleval_gen.ipynb\ngrid: {{judge: [tiny, 'openai:{KEY}']}}\n",
+             "grid.judge is a value that looks like a key", KEY)
