@@ -220,5 +220,6 @@ def load_coco_benchmark(n: int | None = None, # at most this many images (seeded
     ds = take(load_coco(caps, inst, image_root=images, verify="none"), n, seed)
     ds = require_images(ds, allow_missing, where=str(images))
     truth = coco_chair_truth(caps, inst, [int(s.id) for s in ds])
-    samples = [replace(s, meta={**s.meta, "instance_objects": s.meta["objects"], "objects": sorted(truth[int(s.id)])}) for s in ds]
+    samples = [replace(s, meta={**s.meta, "instance_objects": s.meta["objects"], "objects": sorted(truth[int(s.id)]),
+                                "objects_complete": True}) for s in ds]   # an empty truth is a truth: every caption counts
     return with_files(replace(ds, samples=samples), [caps, inst], image_root=str(images))
