@@ -133,6 +133,13 @@ def test_haleval_gen_sweep_judged_by_an_openai_judge(tmp_path):
     first = m[m.metric == "accuracy"].iloc[0]
     assert (first.judge, first.value, first.n) == ("llm", 0.0, 9)   # the judge finds the dog in every description
     assert m[(m.judge == "llm") & (m.metric == "ratio_object")].value.iloc[0] == 100.0
+    # Hal-Eval's images have no truth: the evaluator's verdict is the headline of the run page and of the summary
+    # (issue 41: the summary read the exact judge, "hallucination rate is -", n = 0). By hand: 9 descriptions, every
+    # one hallucinated by the judge's verdict -> a hallucination rate of 100%
+    page = (res.sweep_dir/res.runs[0].run/"run.html").read_text()
+    assert "the LLM judge found no hallucination in 0.0% of the 9 descriptions" in page
+    found = json.loads((res.sweep_dir/"finding.json").read_text())
+    assert "the hallucination rate is 100.0%" in found["sentences"][0] and "by the LLM judge" in found["sentences"][0], found
 
 
 def test_amber_sweep_asks_amber_queries_and_round_trips(tmp_path):
