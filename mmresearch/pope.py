@@ -360,7 +360,7 @@ def repope_result(rows: pd.DataFrame, # scored POPE answers: category (the split
 def _pope_questions(rec: dict) -> bool: return {"question_id", "text", "label"} <= set(rec)
 
 @recognises("an answer file of POPE or LLaVA", hint="predictions, not questions: score it with `mmresearch score pope`")
-def _pope_answers(rec: dict) -> bool: return {"question_id", "text"} <= set(rec) and "label" not in rec
+def _pope_answers(rec: dict) -> bool: return {"question_id", "text"} <= set(rec) and not {"label", "image_id"} & set(rec)
 
 @recognises("POPE's {question, answer} answer file", hint="score it with `mmresearch score pope --labels`")
 def _pope_question_answer(rec: dict) -> bool: return set(rec) == {"question", "answer"}

@@ -9,7 +9,7 @@ from mmresearch.benchmarks import first_record, identify_file
 from mmresearch.registry import file_kinds
 
 FIX = Path(__file__).parent/"fixtures"
-DATA = sorted(p for ext in ("*.json", "*.jsonl", "*.tsv", "*.csv") for p in FIX.rglob(ext))
+DATA = sorted(p for ext in ("*.json", "*.jsonl", "*.jsonl.gz", "*.tsv", "*.csv") for p in FIX.rglob(ext))
 
 
 @pytest.mark.parametrize("path", DATA, ids=lambda p: str(p.relative_to(FIX)))
@@ -32,6 +32,10 @@ def test_at_most_one_kind_matches(path):
     ("mmbench/mmbench_dev_20230712_questions_excerpt.tsv", "an MMBench TSV"),
     ("mmbench/llava-v1.5-13b_mmbench_dev_20230712_excerpt.tsv", "a predictions table in VLMEvalKit's layout"),
     ("folder/captions.csv", "a captions.csv of an image folder"),
+    ("mmhal/response_template.json", "an MMHal-Bench response file"),
+    ("objhal/questions.jsonl", "an Object HalBench question file"),
+    ("objhal/answers_handmade.jsonl", "an Object HalBench answer file"),
+    ("pope_real/llava15/llava-v1.5-13b.jsonl.gz", "an answer file of POPE or LLaVA"),
 ])
 def test_real_files_are_named_for_what_they_are(name, kind):
     assert identify_file(FIX/name) == kind
