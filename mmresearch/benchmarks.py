@@ -9,7 +9,7 @@ import json
 import random
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from .core import ImageRef, Sample
 from .datasets import DataFormatError, Dataset, LoadStats, file_sha256, dataset_hash, load_coco, load_haleval
