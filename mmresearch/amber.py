@@ -21,7 +21,7 @@ from .datasets import DataFormatError, LoadStats, dataset_hash
 from .inputs import read_input_text
 from .metrics import N_BOOT, metrics_by, ratio_ci
 from .parsing import PARSERS, final_answer
-from .registry import paired_items, scorer
+from .registry import paired_items, recognises, scorer
 
 # %% auto #0
 __all__ = ['AMBER_TYPES', 'DIMENSIONS', 'GENERATIVE_QUERY', 'COVER_RULES', 'GEN_COLUMNS', 'GEN_METRICS', 'DISC_PARSERS',
@@ -414,6 +414,9 @@ def as_printed(generative: pd.DataFrame | None = None, # output of `judge_descri
     return out
 
 # %% ../nbs/16_amber.ipynb #3fe4c640
+@recognises("an AMBER response file", hint="score it with `mmresearch score amber`")
+def _amber_responses(rec: dict) -> bool: return {"id", "response"} <= set(rec)
+
 def _amber_files(labels: str | Path | None, vocab: str | Path | None) -> tuple[Path, Path, Path | None]:
     "annotations.json, relation.json and safe_words.txt (None when absent) from `labels` (file or folder) and `vocab`."
     if labels is None: raise ValueError("AMBER scoring needs AMBER's annotations: pass labels= (--labels) as data/annotations.json or the data/ folder")

@@ -9,52 +9,46 @@ import json
 import random
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from .core import ImageRef, Sample
 from .datasets import DataFormatError, Dataset, LoadStats, dataset_hash, load_coco, load_haleval
 from .inputs import OutsideRootError, confine, read_input_text
-from .registry import domain
+from .registry import domain, recognise, recognises
 
 # %% auto #0
-__all__ = ['HALEVAL_FILES', 'HALEVAL_IMAGES', 'AMBER_IMAGES', 'COCO_FILES', 'COCO_IMAGES', 'identify_file', 'expect_file', 'take',
-           'require_images', 'data_note', 'with_files', 'confined_image', 'find_file', 'load_haleval_benchmark',
-           'load_haleval_in_domain', 'load_haleval_out_of_domain', 'load_amber_benchmark', 'coco_files',
-           'coco_chair_truth', 'load_coco_benchmark']
+__all__ = ['HALEVAL_FILES', 'HALEVAL_IMAGES', 'AMBER_IMAGES', 'COCO_FILES', 'COCO_IMAGES', 'record_of', 'first_record',
+           'identify_file', 'expect_file', 'take', 'require_images', 'data_note', 'with_files', 'confined_image',
+           'find_file', 'load_haleval_benchmark', 'load_haleval_in_domain', 'load_haleval_out_of_domain',
+           'load_amber_benchmark', 'coco_files', 'coco_chair_truth', 'load_coco_benchmark']
 
 # %% ../nbs/04b_benchmarks.ipynb #3ea9be84
-def _looks(doc: Any) -> str | None:
-    "The format a parsed JSON document has, or None."
-    if isinstance(doc, dict):
-        if isinstance(doc.get("sentences"), list) and "overall_metrics" in doc: return "a CHAIR tool output"
-        anns = doc.get("annotations")
-        if isinstance(anns, list) and isinstance(doc.get("images"), list):
-            first = next((a for a in anns if isinstance(a, dict)), {})
-            if "caption" in first: return "COCO caption annotations (captions_*.json)"
-            if "category_id" in first or "segmentation" in first or "categories" in doc: return "COCO instance annotations (instances_*.json)"
-            return "a COCO annotation file"
-        return None
-    if not isinstance(doc, list): return None
-    first = next((r for r in doc if isinstance(r, dict)), None)
-    if first is None: return None
-    keys = set(first)
-    if "hal_caption" in keys: return "a Hal-Eval evaluation file"
-    if {"id", "image", "query"} <= keys: return "an AMBER query file"
-    if {"id", "type", "truth"} <= keys: return "AMBER's annotations.json"
-    if {"id", "response"} <= keys: return "an AMBER response file"
-    if {"question_id", "text", "label"} <= keys: return "a POPE question file"
-    if {"sample_id", "caption_type"} <= keys: return "Hal-Eval predictions (mmresearch score haleval-disc input)"
-    return None
+def record_of(text: str # a data file's text
+             ) -> dict | None:
+    "The first record of a data file: a JSON object, an array's or JSON lines' first object, or a table's header mapped to its first row."
+    if text.lstrip()[:1] in ("[", "{"):
+        try: doc = json.loads(text)
+        except json.JSONDecodeError:
+            try: doc = json.loads(next((l for l in text.splitlines() if l.strip()), ""))
+            except json.JSONDecodeError: return None
+        if isinstance(doc, list): doc = next((r for r in doc if isinstance(r, dict)), None)
+        return doc if isinstance(doc, dict) else None
+    head = text.split("\n", 2)
+    if not head[0].strip(): return None
+    sep = "\t" if "\t" in head[0] else ","
+    header, first = head[0].rstrip("\r").split(sep), (head[1].rstrip("\r").split(sep) if len(head) > 1 else [])
+    return dict(zip(header, first + [""] * (len(header) - len(first))))
 
-def identify_file(path: str | Path # a JSON file (or JSON lines)
+def first_record(path: str | Path) -> dict | None:
+    "The first record of the file at `path` (`record_of`), read through the inputs door; None when it has none or is not UTF-8 text."
+    try: return record_of(read_input_text(path))
+    except ValueError: return None
+
+def identify_file(path: str | Path # a JSON, JSON lines, TSV or CSV file
                  ) -> str | None:
     "What benchmark file `path` looks like, e.g. 'an AMBER query file'; None when it is none the suite knows."
-    path = Path(path)
-    text = read_input_text(path)
-    try: return _looks(json.loads(text))
-    except json.JSONDecodeError:
-        try: return _looks([json.loads(l) for l in text.splitlines() if l.strip()])
-        except json.JSONDecodeError: return None
+    kind = recognise(first_record(path))
+    return kind.what if kind else None
 
 def expect_file(path: str | Path, # the file given
                 wanted: str, # what it must be, as `identify_file` names it
@@ -140,6 +134,9 @@ def load_haleval_benchmark(name: str, # "haleval_in_domain" or "haleval_out_of_d
     ds = take(load_haleval(path, image_root=images, domain=name, verify="none"), n, seed)
     return with_files(require_images(ds, allow_missing, where=str(images)), [path], image_root=str(images))
 
+@recognises("a Hal-Eval evaluation file", hint="in_domain_evaluation.json / out_of_domain_evaluation.json")
+def _haleval_evaluation_file(rec: dict) -> bool: return "hal_caption" in rec
+
 @domain("haleval_in_domain")
 def load_haleval_in_domain(n: int | None = None, seed: int = 0, split: str = "test",
                            data_dir: str | Path | None = None, allow_missing: bool = False) -> Dataset:
@@ -157,6 +154,12 @@ AMBER_IMAGES = "image"   # under data_dir: the unpacked image download
 
 def _amber_file(data_dir, name: str, role: str) -> Path:
     return find_file(data_dir, [name, f"data/{name}"], role)
+
+@recognises("an AMBER query file")
+def _amber_query_file(rec: dict) -> bool: return {"id", "image", "query"} <= set(rec)
+
+@recognises("AMBER's annotations.json")
+def _amber_annotations(rec: dict) -> bool: return {"id", "type", "truth"} <= set(rec)
 
 @domain("amber")
 def load_amber_benchmark(n: int | None = None, # at most this many images (seeded); None: all
@@ -216,6 +219,24 @@ def coco_chair_truth(captions: str | Path, # COCO captions_*.json
         if a["image_id"] in wanted: refs[a["image_id"]].append(a["caption"])
     return ground_truth(tool, cats, refs)
 
+def _coco_annotation(rec: dict) -> dict | None:
+    "The first annotation of a COCO annotation file (images and annotations lists), or None for any other record."
+    if not (isinstance(rec.get("images"), list) and isinstance(rec.get("annotations"), list)): return None
+    return next((a for a in rec["annotations"] if isinstance(a, dict)), {})
+
+@recognises("COCO caption annotations (captions_*.json)")
+def _coco_captions(rec: dict) -> bool:
+    first = _coco_annotation(rec)
+    return first is not None and "caption" in first
+
+@recognises("COCO instance annotations (instances_*.json)")
+def _coco_instances(rec: dict) -> bool:
+    first = _coco_annotation(rec)
+    return first is not None and ("category_id" in first or "segmentation" in first or "categories" in rec)
+
+@recognises("a captions.csv of an image folder", hint="`datasets.load_image_folder`")
+def _image_folder_captions(rec: dict) -> bool: return {"file_name", "caption"} <= set(rec)
+
 @domain("coco")
 def load_coco_benchmark(n: int | None = None, # at most this many images (seeded); None: all
                         seed: int = 0, split: str = "test",
@@ -227,5 +248,6 @@ def load_coco_benchmark(n: int | None = None, # at most this many images (seeded
     ds = take(load_coco(caps, inst, image_root=images, verify="none"), n, seed)
     ds = require_images(ds, allow_missing, where=str(images))
     truth = coco_chair_truth(caps, inst, [int(s.id) for s in ds])
-    samples = [replace(s, meta={**s.meta, "instance_objects": s.meta["objects"], "objects": sorted(truth[int(s.id)])}) for s in ds]
+    samples = [replace(s, meta={**s.meta, "instance_objects": s.meta["objects"], "objects": sorted(truth[int(s.id)]),
+                                "objects_complete": True}) for s in ds]   # an empty truth is a truth: every caption counts
     return with_files(replace(ds, samples=samples), [caps, inst], image_root=str(images))

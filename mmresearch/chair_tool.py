@@ -16,6 +16,7 @@ import pandas as pd
 
 from .inputs import read_input_text
 from .metrics import CHAIR_COLUMNS, chair_row
+from .registry import recognises
 
 # %% auto #0
 __all__ = ['PUNKT_ABBREVIATIONS', 'TWO_WORD_JOINS', 'chair_synonyms_path', 'read_chair_synonyms', 'singularize', 'sentences',
@@ -249,6 +250,9 @@ def coco_ground_truth(tool: ChairTool,
                         {s.id: s.meta.get("references", []) for s in samples})
 
 # %% ../nbs/11a_chair_tool.ipynb #a65a83d8
+@recognises("a CHAIR tool output", hint="score it with `mmresearch score chair`")
+def _chair_output(rec: dict) -> bool: return isinstance(rec.get("sentences"), list) and "overall_metrics" in rec
+
 def read_chair_output(path: str | Path # a CHAIR tool output JSON: {"overall_metrics": ..., "sentences": [...]}
                      ) -> tuple[pd.DataFrame, dict]:
     "The sentences of a CHAIR output file (id, caption, gt, generated, hallucinated, words) and its `overall_metrics`."

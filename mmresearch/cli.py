@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 # %% auto #0
-__all__ = ['BINARY_INPUTS', 'check_input', 'format_table', 'cmd_score', 'scorer_options', 'score_parser', 'parse_only',
-           'performance_summary', 'performance_line', 'suite_members', 'cmd_sweep', 'cmd_main', 'build_parser', 'main']
+__all__ = ['BINARY_INPUTS', 'HARNESS_MODULES', 'LIST_START', 'LIST_END', 'check_input', 'format_table', 'cmd_score',
+           'scorer_options', 'score_parser', 'parse_only', 'performance_summary', 'performance_line', 'suite_members',
+           'cmd_sweep', 'cmd_main', 'study_table', 'scorer_table', 'domain_table', 'file_kind_table',
+           'registry_markdown', 'readme_with_tables', 'cmd_list', 'build_parser', 'main']
 
 # %% ../nbs/30_cli.ipynb #3d87be03
 from .core import excerpt, redact
@@ -190,6 +192,123 @@ def cmd_main(workers: int = 2, reports: str | None = None, cache: str | None = N
     print(performance_line(performance_summary(results)))
     return results
 
+# %% ../nbs/30_cli.ipynb #1b609e1e
+def _notebook_title(nb: Path) -> str:
+    "The text of a notebook's first H1 heading."
+    import nbformat
+    for c in nbformat.read(nb, as_version=4).cells:
+        for line in c.source.splitlines() if c.cell_type == "markdown" else ():
+            if line.startswith("# "): return line[2:].strip()
+    return ""
+
+def _library_notebooks(root: Path) -> dict[str, str]:
+    "Module name -> the library notebook that exports it (`#| default_exp`)."
+    out = {}
+    for nb in sorted((root/"nbs").glob("*.ipynb")):
+        text = nb.read_text(encoding="utf-8")
+        if (i := text.find("#| default_exp ")) >= 0: out[text[i + 15:].split("\\n")[0].split('"')[0].strip()] = nb.stem
+    return out
+
+HARNESS_MODULES = {"core", "registry", "inputs", "cache", "models", "metrics", "parsing", "datasets", "benchmarks", "study",
+                   "sweep", "report", "eee", "cli", "batchcheck", "generation"}   # what every study uses: not listed as its library
+
+def study_table(root: str | Path # the project folder (nbs/, params/)
+               ) -> pd.DataFrame:
+    "One row per experiment notebook: study, question, params files, library notebooks, scorers."
+    import re
+    import nbformat
+    import pandas as pd
+    from mmresearch.registry import declared
+    from mmresearch.sweep import read_yaml
+    root = Path(root)
+    runs: dict[str, list[str]] = {}
+    for p in sorted((root/"params").glob("*.yaml")):
+        raw = read_yaml(p)
+        if isinstance(raw, dict) and raw.get("notebook"): runs.setdefault(Path(str(raw["notebook"])).stem, []).append(p.name)
+    libs, scorers = _library_notebooks(root), declared("scorer")
+    rows = []
+    for nb in sorted((root/"nbs"/"experiments").glob("*.ipynb")):
+        if nb.stem.endswith("_summary"): continue
+        code = "\n".join(c.source for c in nbformat.read(nb, as_version=4).cells if c.cell_type == "code")
+        mods = sorted(set(re.findall(r"^\s*from mmresearch\.(\w+) import", code, re.M)) & set(libs) - HARNESS_MODULES)
+        named = set(re.findall(r"study=[\"']([\w-]+)[\"']", code))   # the study a notebook loads its data for
+        studies = [s for s, m in scorers.items() if s in named or m.split(".")[-1] in mods]
+        rows.append({"study": _notebook_title(nb), "experiment notebook": nb.stem, "params": runs.get(nb.stem, []),
+                     "library notebooks": [libs[m] for m in mods], "scorers": studies})
+    return pd.DataFrame(rows)
+
+def scorer_table() -> pd.DataFrame:
+    "One row per registered scorer: kind, its input (its first parameter's comment), options, domains, module."
+    import pandas as pd
+    from fastcore.docments import docments
+    from mmresearch.registry import STUDY_DOMAINS
+    rows = []
+    for k in scorer_names():
+        fn = get_scorer(k)
+        first = next(iter(inspect.signature(fn).parameters))
+        rows.append({"kind": k, "input": (docments(fn).get(first) or "").strip(), "options": list(scorer_options(fn)),
+                     "domains": list(STUDY_DOMAINS.get(k, ())), "module": fn.__module__})
+    return pd.DataFrame(rows)
+
+def domain_table() -> pd.DataFrame:
+    "One row per registered domain: name, what its loader gives, its module."
+    import pandas as pd
+    from mmresearch.registry import declared, get_domain
+    return pd.DataFrame([{"domain": name, "what": (get_domain(name).__doc__ or "").strip().split("\n")[0], "module": module}
+                         for name, module in sorted(declared("domain").items())])
+
+def file_kind_table() -> pd.DataFrame:
+    "One row per recognised kind of file (`registry.recognises`): what it is, the hint, the module that reads it."
+    import pandas as pd
+    from mmresearch.registry import file_kinds
+    return pd.DataFrame([{"file": k.what, "hint": k.hint, "module": k.module} for k in file_kinds()])
+
+# %% ../nbs/30_cli.ipynb #da1846a3
+def _md(df: pd.DataFrame, code: Sequence[str] = ()) -> str:
+    "A Markdown table of `df`: lists joined with ', ', the columns in `code` set as code, '|' escaped."
+    def cell(col, v):
+        items = v if isinstance(v, list) else [v]
+        return ", ".join(f"`{x}`" if col in code and x else str(x) for x in items).replace("|", "\\\\|")
+    head = "| " + " | ".join(df.columns) + " |\n|" + "---|" * len(df.columns) + "\n"
+    return head + "".join("| " + " | ".join(cell(c, r[c]) for c in df.columns) + " |\n" for _, r in df.iterrows())
+
+def registry_markdown(root: str | Path) -> dict[str, str]:
+    "The generated tables as Markdown, by section: studies, scorers, domains, recognised files."
+    st = study_table(root).assign(scorers=lambda d: [[f"mmresearch score {s}" for s in v] for v in d.scorers])
+    return {"studies": _md(st.rename(columns={"scorers": "score outside predictions"}),
+                           ("experiment notebook", "params", "library notebooks", "score outside predictions")),
+            "scorers": _md(scorer_table().drop(columns=["module"]), ("kind", "options", "domains")),
+            "domains": _md(domain_table(), ("domain", "module")), "files": _md(file_kind_table(), ("module",))}
+
+LIST_START, LIST_END = "<!-- mmresearch list: {} -->", "<!-- end mmresearch list -->"
+
+def readme_with_tables(text: str, # the README's text
+                       tables: dict[str, str] # from `registry_markdown`
+                      ) -> str:
+    "`text` with each generated section (between its start marker and the end marker) replaced by its table."
+    for name, table in tables.items():
+        start = LIST_START.format(name)
+        if start not in text: continue
+        head, rest = text.split(start, 1)
+        if LIST_END not in rest: raise ValueError(f"README: {start} has no {LIST_END} after it")
+        text = head + start + "\n" + table + rest[rest.index(LIST_END):]
+    return text
+
+def cmd_list(readme: str | None = None) -> str:
+    "Print the registry's tables; with `readme`, rewrite that file's generated sections instead."
+    from mmresearch.cache import project_root
+    root = project_root()
+    if root is None: raise ValueError("mmresearch list must run inside the project (a folder with settings.ini above the working directory)")
+    tables = registry_markdown(root)
+    if readme is None:
+        text = "\n".join(f"## {name}\n\n{t}" for name, t in tables.items())
+        print(text)
+        return text
+    path = Path(readme)
+    new = readme_with_tables(path.read_text(encoding="utf-8"), tables)
+    path.write_text(new, encoding="utf-8")
+    return new
+
 # %% ../nbs/30_cli.ipynb #4a8aa88b
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mmresearch", description="Run evaluation sweeps, score predictions, render reports.")
@@ -205,6 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-progress", action="store_true", help="no progress bars")
     sub.add_parser("score", help="score a predictions file with a registered scorer; prints JSON (`score KIND --help`: its options)",
                    parents=[score_parser()], add_help=False)
+    l = sub.add_parser("list", help="print the studies, scorers and domains the registry holds (Markdown tables)")
+    l.add_argument("--readme", default=None, help="rewrite this README's generated sections instead of printing")
     m = sub.add_parser("main", help="the main job: every sweep of params/default.yaml")
     m.add_argument("--workers", type=int, default=2)
     m.add_argument("--reports", default=None, help="reports folder (default <project>/reports)")
@@ -237,6 +358,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             cmd_score(a.pop("kind"), a.pop("input"), a.pop("table"), **a)
             return 0
         a = build_parser().parse_args(argv)
+        if a.command == "list":
+            cmd_list(a.readme)
+            return 0
         if a.command == "sweep":
             results = cmd_sweep(a.params, a.workers, a.executor, a.only, a.reports, a.scheduler, a.cache, not a.no_progress)
             return 0 if all(r.ok for r in results) else 1

@@ -16,7 +16,7 @@ from .inputs import read_input_text
 from .metrics import N_BOOT, metrics_by, probability_report, wide_table
 from .generation import yes_probabilities
 from .parsing import answer_columns, read_rows
-from .registry import paired_items, scorer
+from .registry import paired_items, recognises, scorer
 
 # %% auto #0
 __all__ = ['HALLUCINATION_TYPES', 'PROMPTS', 'CAPTION_AS_WRITTEN', 'prompt_hash', 'disc_question', 'disc_items',
@@ -124,6 +124,9 @@ def disc_probability_metrics(rows: pd.DataFrame, # output of `run_discriminative
     return probability_report(paired, by, cluster="sample_id", n_bins=n_bins, n_boot=n_boot, seed=seed, level=level)
 
 # %% ../nbs/12_haleval.ipynb #ffeb42dd
+@recognises("Hal-Eval predictions", hint="score them with `mmresearch score haleval-disc`")
+def _haleval_predictions(rec: dict) -> bool: return {"sample_id", "caption_type"} <= set(rec)
+
 @scorer("haleval-disc", domains=("in_domain", "easyvqa", "photos", "haleval_in_domain", "haleval_out_of_domain"))
 def score_disc(rows, # a JSONL path, or dicts with sample_id, caption_type, answer, and optionally label, domain
                policy: str = "exclude", # unparseable answers: negative, positive or exclude

@@ -33,10 +33,11 @@ from .scenes import HAL_TYPES, NUMBER_WORDS, REGIONS, Scene
 # %% auto #0
 __all__ = ['LENGTH_PROMPTS', 'COVERAGE', 'SCENE_SYNONYMS', 'EASYVQA_SYNONYMS', 'DOMAIN_SYNONYMS', 'JUDGE_PROMPT', 'REASK_PROMPT',
            'SFT_STEPS', 'CHAIR_MATCHINGS', 'SIGNALS', 'TRUTHS', 'length_prompt', 'describe', 'ClaimCheck', 'Judgement',
-           'DescriptionJudge', 'claim_span', 'domain_vocab', 'ExactJudge', 'HalContent', 'HalVerdict', 'parse_verdict',
-           'LLMJudge', 'read_types', 'SFTJudge', 'judge_rows', 'chair_matching_used', 'add_signals', 'run_generative',
-           'gen_metrics', 'metrics_wide', 'clean_verdicts', 'rate_by_length', 'plot_rate_vs_length', 'agreement_table',
-           'load_human_labels', 'human_agreement', 'sft_records', 'judge_verdicts', 'write_chair_input']
+           'DescriptionJudge', 'claim_span', 'domain_vocab', 'has_object_truth', 'ExactJudge', 'HalContent',
+           'HalVerdict', 'parse_verdict', 'LLMJudge', 'read_types', 'SFTJudge', 'judge_rows', 'chair_matching_used',
+           'add_signals', 'run_generative', 'gen_metrics', 'metrics_wide', 'clean_verdicts', 'rate_by_length',
+           'plot_rate_vs_length', 'agreement_table', 'load_human_labels', 'human_agreement', 'sft_records',
+           'judge_verdicts', 'write_chair_input']
 
 # %% ../nbs/13_halgen.ipynb #c4d1a864
 LENGTH_PROMPTS: dict[str, str] = {
@@ -215,6 +216,10 @@ def domain_vocab(domain: str, samples: Sequence[Sample] = ()) -> ObjectVocab:
 def _truth_objects(s: Sample) -> list[str]:
     return [t for t in (s.meta.get("caption"), s.meta.get("caption_long")) if t]
 
+def has_object_truth(s: Sample) -> bool:
+    "Does the sample carry an object truth: annotated objects, or an empty list its domain declares complete (`objects_complete`)?"
+    return bool(s.meta.get("objects")) or (bool(s.meta.get("objects_complete")) and s.meta.get("objects") is not None)
+
 def _judge_objects(text: str, s: Sample, vocab: ObjectVocab, name: str) -> Judgement:
     "Object mentions of `text` checked against the annotated objects and those named in the true captions."
     per = chair([text], [s.meta["objects"]], vocab, [_truth_objects(s)], [s.id]).iloc[0]
@@ -238,7 +243,7 @@ class ExactJudge:
             if text is None: raise ValueError(f"sample {s.id}: no description to judge (a failed call is not judged)")
             if s.meta.get("scene") is not None:
                 out.append(_judge_scene(text, Scene.from_dict(s.meta["scene"]), self.name))
-            elif s.meta.get("objects"):
+            elif has_object_truth(s):
                 if s.domain not in vocabs: vocabs[s.domain] = domain_vocab(s.domain, samples)
                 out.append(_judge_objects(text, s, vocabs[s.domain], self.name))
             else:
@@ -418,7 +423,7 @@ def add_signals(rows: pd.DataFrame, samples: Sequence[Sample],
         refs = [_truth_objects(by_id[rows.sample_id.iloc[k]]) for k in ok]
         out["rouge_l"][ok], out["bleu4"][ok] = rouge_l(hyps, refs), bleu4(hyps, refs)
         for dom in sorted({by_id[rows.sample_id.iloc[k]].domain for k in ok}):
-            ks = [k for k in ok if by_id[rows.sample_id.iloc[k]].domain == dom and by_id[rows.sample_id.iloc[k]].meta.get("objects")]
+            ks = [k for k in ok if by_id[rows.sample_id.iloc[k]].domain == dom and has_object_truth(by_id[rows.sample_id.iloc[k]])]
             if not ks: continue
             ss, texts = [by_id[rows.sample_id.iloc[k]] for k in ks], [rows.description.iloc[k] for k in ks]
             if chair_matching_used(dom, chair_matching) == "tool":
@@ -625,12 +630,12 @@ def judge_verdicts(rows: pd.DataFrame, # judged rows (`judge_rows`, one verdict 
 def write_chair_input(rows: pd.DataFrame, # output of `run_generative`
                       samples: Sequence[Sample],
                       path: str | Path) -> int:
-    "Write one JSON line per answered description of an image with annotated objects; returns how many were written."
+    "Write one JSON line per answered description of an image with an object truth (`has_object_truth`); returns how many were written."
     by_id, n = {s.id: s for s in samples}, 0
     with open(path, "w", encoding="utf-8") as f:
         for r in rows.itertuples():
             s = by_id[r.sample_id]
-            if not isinstance(r.description, str) or not s.meta.get("objects"): continue
+            if not isinstance(r.description, str) or not has_object_truth(s): continue
             f.write(json.dumps({"id": f"{r.sample_id}/{r.length_prompt}/{r.max_new_tokens}", "caption": r.description,
                                 "objects": list(s.meta["objects"]), "references": _truth_objects(s)}, ensure_ascii=False) + "\n")
             n += 1

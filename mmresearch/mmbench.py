@@ -29,13 +29,13 @@ from .registry import paired_items, scorer
 
 # %% auto #0
 __all__ = ['LETTERS', 'ROTATION_OFFSET', 'MMBENCH_PROMPT', 'HINT_LINE', 'REQUIRED_TSV_COLUMNS', 'EXTRACTOR_PROMPT', 'STEPS',
-           'PREDICTION_SUFFIXES', 'MC_PROTOCOLS', 'MCItem', 'rotate', 'circular_passes', 'format_options', 'mc_prompt',
-           'mc_request', 'template_hash', 'MMBenchFormatError', 'TSVLoad', 'load_mmbench_tsv', 'write_mmbench_tsv',
-           'exact_letter', 'rule_choice', 'extractor_request', 'parse_extractor_reply', 'random_choice',
-           'extract_choices', 'item_results', 'accuracy_table', 'step_table', 'CircularResult', 'circular_eval',
-           'score_passes', 'mc_item', 'items_from_facts', 'read_questions', 'score_predictions', 'score_mmbench',
-           'vlmevalkit_choice', 'mc_parser_sensitivity', 'lmms_eval_choice', 'lmms_eval_static_choice',
-           'mc_protocol_table']
+           'PREDICTION_SUFFIXES', 'MC_PROTOCOLS', 'LMMS_EVAL_LETTERS', 'MCItem', 'rotate', 'circular_passes',
+           'format_options', 'mc_prompt', 'mc_request', 'template_hash', 'MMBenchFormatError', 'TSVLoad',
+           'load_mmbench_tsv', 'write_mmbench_tsv', 'exact_letter', 'rule_choice', 'extractor_request',
+           'parse_extractor_reply', 'random_choice', 'extract_choices', 'item_results', 'accuracy_table', 'step_table',
+           'CircularResult', 'circular_eval', 'score_passes', 'mc_item', 'items_from_facts', 'read_questions',
+           'score_predictions', 'score_mmbench', 'vlmevalkit_choice', 'mc_parser_sensitivity', 'lmms_eval_choice',
+           'lmms_eval_static_choice', 'mc_protocol_table']
 
 # %% ../nbs/14_mmbench.ipynb #f8fcce85
 LETTERS = string.ascii_uppercase
@@ -805,6 +805,8 @@ MC_PROTOCOLS = {
                  "'static' (lmms_eval/tasks/_task_utils/mcq_extract.py); circular only",
 }
 
+LMMS_EVAL_LETTERS = "ABCD"   # the options lmms-eval's MMBench evaluator reads (`build_choices`)
+
 def _item_hits(passes: dict[int, MCItem], answers: pd.DataFrame, protocol: str) -> pd.DataFrame:
     "Per item: circular and vanilla correctness under `protocol` (vanilla NaN for lmms-eval)."
     rows = []
@@ -816,9 +818,10 @@ def _item_hits(passes: dict[int, MCItem], answers: pd.DataFrame, protocol: str) 
             right = [c == it.answer for c, it in zip(read, items)]
             rows.append((index, all(right), right[0] if g.rotation.iloc[0] == 0 else np.nan))
         else:
-            read = [lmms_eval_choice(t, dict(it.options)) for t, it in zip(preds, items)]
+            shown = [{k: v for k, v in it.options.items() if k in LMMS_EVAL_LETTERS} for it in items]   # its build_choices
+            read = [lmms_eval_choice(t, s) for t, s in zip(preds, shown)]
             if any(c is not None and c != it.answer for c, it in zip(read, items)): rows.append((index, False, np.nan)); continue
-            rest = [lmms_eval_static_choice(t, it.letters) for t, c, it in zip(preds, read, items) if c is None]
+            rest = [lmms_eval_static_choice(t, "".join(sorted(s))) for t, c, s in zip(preds, read, shown) if c is None]
             golds = [it.answer for c, it in zip(read, items) if c is None]
             rows.append((index, all(r == a for r, a in zip(rest, golds)), np.nan))
     return pd.DataFrame(rows, columns=["index", "circular", "vanilla"]).set_index("index")

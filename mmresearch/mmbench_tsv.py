@@ -18,7 +18,8 @@ from .datasets import DataFormatError, Dataset, LoadStats, dataset_hash
 from .inputs import read_input
 from .mmbench import (LETTERS, ROTATION_OFFSET, MCItem, TSVLoad, circular_passes, load_mmbench_tsv, mc_prompt,
                                 template_hash)
-from .registry import domain
+from .benchmarks import record_of
+from .registry import domain, recognise, recognises
 
 # %% auto #0
 __all__ = ['VLMEVALKIT', 'PROMPT_VARIANTS', 'vlmevalkit_prompt', 'pass_request', 'vlmevalkit_abnormal', 'official_passes',
@@ -75,50 +76,27 @@ def official_passes(load: TSVLoad) -> tuple[list[MCItem], dict]:
     return list(load.items) + built, {"copies": "built as vlmutil circular", "n_copies": len(built), "abnormal": len(abnormal)}
 
 # %% ../nbs/14b_mmbench_tsv.ipynb #7d1c7c5e
-_JSON_KINDS = (   # (keys a record has, what the file is), first match wins
-    ({"overall_metrics", "sentences"}, "a CHAIR tool output (score it with `mmresearch score chair`)"),
-    ({"images", "annotations", "categories"}, "a COCO instances annotation file"),
-    ({"images", "annotations"}, "a COCO captions annotation file"),
-    ({"caption", "hal_caption"}, "a Hal-Eval evaluation file (in_domain_evaluation.json / out_of_domain_evaluation.json)"),
-    ({"question_id", "text", "label"}, "a POPE question file"),
-    ({"question_id", "text"}, "an answer file of POPE / LLaVA (predictions, not questions)"),
-    ({"id", "image", "query"}, "an AMBER query file"),
-    ({"id", "type", "truth"}, "AMBER's annotations.json"),
-    ({"id", "response"}, "an AMBER response file"),
-    ({"question", "answer"}, "POPE's {question, answer} answer file"),
-)
-_TABLE_KINDS = (
-    ({"index", "question", "answer", "prediction"}, "a predictions table in VLMEvalKit's layout (score it with `mmresearch score mmbench`)"),
-    ({"index", "question", "A", "B", "answer", "image"}, "an MMBench TSV"),
-    ({"index", "question", "A", "B", "image"}, "an MMBench TSV without an answer column (a TEST split: its answers are withheld)"),
-    ({"file_name", "caption"}, "a captions.csv of an image folder"),
-)
+@recognises("a predictions table in VLMEvalKit's layout", hint="score it with `mmresearch score mmbench`")
+def _vlmevalkit_predictions(rec: dict) -> bool: return {"index", "question", "answer", "prediction"} <= set(rec)
 
-def _first_record(data: bytes):
-    "The first JSON record of a file's bytes (an array's first element, an object, or the first JSON line), or None."
-    text = data.decode("utf-8", errors="replace").lstrip()
-    try: doc = json.loads(text)
-    except json.JSONDecodeError:
-        try: doc = json.loads(text.splitlines()[0]) if text else None
-        except json.JSONDecodeError: return None
-    if isinstance(doc, list): doc = doc[0] if doc else None
-    return doc if isinstance(doc, dict) else None
+@recognises("an MMBench TSV")
+def _mmbench_tsv(rec: dict) -> bool: return {"index", "question", "A", "B", "answer", "image"} <= set(rec) and "prediction" not in rec
+
+@recognises("an MMBench TSV without an answer column", hint="a TEST split: its answers are withheld")
+def _mmbench_test_tsv(rec: dict) -> bool: return {"index", "question", "A", "B", "image"} <= set(rec) and "answer" not in rec
 
 def what_file_is(path: str | Path) -> str:
     "What a data file looks like: a benchmark file this suite knows, or a plain description of what it is."
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f"{path}: no such file")
     data = read_input(path)
-    head = data[:8]
-    if head.startswith((b"\x89PNG", b"\xff\xd8")): return "an image"
-    if head.startswith(b"PK"): return "a zip archive (an .xlsx predictions table or a zipped folder)"
-    if head.lstrip()[:1] in (b"[", b"{"):
-        rec = _first_record(data)
-        if rec is None: return "a JSON file this suite does not know"
-        return next((what for keys, what in _JSON_KINDS if keys <= set(rec)), f"a JSON file with fields {sorted(rec)[:8]}")
-    header = data.decode("utf-8", errors="replace").split("\n", 1)[0].rstrip("\r\n")
-    cols = set(header.split("\t")) if "\t" in header else set(header.split(","))
-    return next((what for keys, what in _TABLE_KINDS if keys <= cols), f"a text file whose first line is {header[:80]!r}")
+    if data.startswith((b"\x89PNG", b"\xff\xd8")): return "an image"
+    if data.startswith(b"PK"): return "a zip archive (an .xlsx predictions table or a zipped folder)"
+    text = data.decode("utf-8", errors="replace")
+    rec = record_of(text)
+    if (kind := recognise(rec)) is not None: return kind.named()
+    if text.lstrip()[:1] in ("[", "{"): return f"a JSON file with fields {sorted(rec)[:8]}" if rec else "a JSON file this suite does not know"
+    return f"a text file whose first line is {text.split(chr(10), 1)[0].rstrip(chr(13))[:80]!r}"
 
 # %% ../nbs/14b_mmbench_tsv.ipynb #73630770
 def _pass_record(p: MCItem) -> dict:

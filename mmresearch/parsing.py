@@ -35,12 +35,13 @@ def ends_in_reasoning(text: str) -> bool:
 
 def final_answer(text: str # a model's reply
                 ) -> str | None:
-    "The part of a reply that answers (stripped): the last closed `<answer>` block, else what follows the last closing think tag; None when reasoning never ended."
-    if blocks := _ANSWER_BLOCK.findall(text): return blocks[-1].strip()
+    "The part of a reply after its last closed think block (stripped): its last closed `<answer>` block, else that text; None when reasoning never ended."
     if ends_in_reasoning(text): return None                   # a think block left open: the budget ran out
     closes = list(_THINK_CLOSE.finditer(text))
+    after = text[closes[-1].end():] if closes else text        # an <answer> inside the reasoning is reasoning
+    if blocks := _ANSWER_BLOCK.findall(after): return blocks[-1].strip()
     if not closes: return text                                 # no reasoning: the reply as written
-    return text[closes[-1].end():].strip() or None             # reasoning and nothing after it: no answer either
+    return after.strip() or None                               # reasoning and nothing after it: no answer either
 
 # %% ../nbs/10_parsing.ipynb #dfa7fd1d
 _WORDS = {"yes": "yes", "yeah": "yes", "yep": "yes", "yup": "yes", "no": "no", "nope": "no"}

@@ -21,7 +21,7 @@ from .inputs import list_input
 from .metrics import N_BOOT, metrics_by, probability_report, wide_table
 from .generation import yes_probabilities
 from .parsing import PARSERS, answer_columns
-from .registry import paired_items, scorer
+from .registry import paired_items, recognises, scorer
 from .protocols import protocol_table
 from .repope import load_repope, relabel, relabel_counts, repope_difference
 from .scenes import Scene
@@ -360,6 +360,15 @@ def repope_result(rows: pd.DataFrame, # scored POPE answers: category (the split
                            for c, g in diff.groupby("category", sort=False)}}
 
 # %% ../nbs/13_pope.ipynb #45b53704
+@recognises("a POPE question file")
+def _pope_questions(rec: dict) -> bool: return {"question_id", "text", "label"} <= set(rec)
+
+@recognises("an answer file of POPE or LLaVA", hint="predictions, not questions: score it with `mmresearch score pope`")
+def _pope_answers(rec: dict) -> bool: return {"question_id", "text"} <= set(rec) and not {"label", "image_id"} & set(rec)
+
+@recognises("POPE's {question, answer} answer file", hint="score it with `mmresearch score pope --labels`")
+def _pope_question_answer(rec: dict) -> bool: return set(rec) == {"question", "answer"}
+
 @scorer("pope", domains=("in_domain", "easyvqa", "photos"))
 def score_pope(input_path: str | Path | Iterable[dict], # POPE answer file (JSON lines or array, optionally .gz), or its rows
                policy: str | None = None, # unparseable answers; default `DEFAULT_POLICY[parser]` ("positive" for POPE)

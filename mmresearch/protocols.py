@@ -28,6 +28,7 @@ class YesNoProtocol:
     unread_f1: str = "exclude"                    # an unread answer in precision, recall and F1: "yes", "no" or "exclude"
     unread_accuracy: str = "exclude"              # in accuracy: "yes", "no", "wrong" or "exclude"
     aggregate: str = "pooled"                     # the "all" row: "pooled", "split_mean" (mean of the splits' values) or "none"
+    zero_division: float | None = None            # precision, recall or F1 with a 0 denominator: this value (%); None: undefined
 
 def lmms_eval_exact(text: str) -> str | None:
     "lmms-eval's POPE reading: the answer lower-cased and stripped must be exactly 'yes' or 'no'."
@@ -41,9 +42,11 @@ POPE_PROTOCOLS = (
     YesNoProtocol("llava_eval_pope", "haotian-liu/LLaVA@c121f04: llava/eval/eval_pope.py (POPE's rule per split; "
                   "the paper's figure is the mean of the three splits)", pope_yes_no, "yes", "yes", "split_mean"),
     YesNoProtocol("vlmevalkit", "open-compass/VLMEvalKit@e8e78f0: vlmeval/dataset/utils/yorn.py YOrN_Extraction and "
-                  "POPE_rating, exact matching (no judge model); 'Overall' pooled", vlmevalkit_verdict, "no", "wrong"),
+                  "POPE_rating, exact matching (no judge model); 'Overall' pooled", vlmevalkit_verdict, "no", "wrong",
+                  zero_division=0.0),
     YesNoProtocol("lmms_eval", "EvolvingLMMs-Lab/lmms-eval@75571cf: lmms_eval/tasks/pope/utils.py (accuracy counts "
-                  "every answer; precision and recall only exact yes/no)", lmms_eval_exact, "exclude", "wrong"),
+                  "every answer; precision and recall only exact yes/no)", lmms_eval_exact, "exclude", "wrong",
+                  zero_division=0.0),
 )
 
 # %% ../nbs/17_protocols.ipynb #f0b4a1b3
@@ -60,15 +63,18 @@ def _views(rows: pd.DataFrame, p: YesNoProtocol) -> tuple[np.ndarray, np.ndarray
     as_acc = [r if r is not None else (None if p.unread_accuracy in ("exclude", "wrong") else p.unread_accuracy) for r in read]
     return (binary_codes(rows.label, as_f1), binary_codes(rows.label, as_acc, unparsed="wrong" if p.unread_accuracy == "wrong" else "exclude"))
 
-def _values(counts: np.ndarray, splits: int, aggregate: str) -> dict[str, np.ndarray]:
+def _values(counts: np.ndarray, splits: int, aggregate: str,
+            zero_division: float | None = None # what precision, recall and F1 are when undefined; None: NaN
+           ) -> dict[str, np.ndarray]:
     "Metric -> (..., splits + 1) values: the 'all' column first, then each split; counts (..., 2, splits, N_CODES)."
     view = lambda m: 1 if m == "accuracy" else 0                 # accuracy has its own view of unread answers
+    fill = lambda m, v: v if zero_division is None or m == "accuracy" else np.where(np.isnan(v), zero_division, v)
     each = [[metrics_from_counts(counts[..., v, s, :]) for s in range(splits)] for v in (0, 1)]   # every metric at once
-    per = {m: np.stack([each[view(m)][s][m][0] for s in range(splits)], -1) for m in PROTOCOL_METRICS}
+    per = {m: fill(m, np.stack([each[view(m)][s][m][0] for s in range(splits)], -1)) for m in PROTOCOL_METRICS}
     pooled = [metrics_from_counts(counts.sum(-2)[..., v, :]) for v in (0, 1)] if aggregate == "pooled" else None
     out = {}
     for m, v in per.items():
-        if aggregate == "pooled": first = pooled[view(m)][m][0]
+        if aggregate == "pooled": first = fill(m, pooled[view(m)][m][0])
         elif aggregate == "split_mean": first = v.mean(-1)
         else: first = np.full(v.shape[:-1], np.nan)
         out[m] = np.concatenate([np.asarray(first)[..., None], v], -1)
@@ -95,7 +101,8 @@ def protocol_table(rows: pd.DataFrame, # one row per answer: label, raw (None: f
     totals = cluster_totals(x, ids)
     point, boot = totals.sum(0).reshape(P, 2, S, N_CODES), cluster_bootstrap_sums(totals, n_boot, seed).reshape(-1, P, 2, S, N_CODES)
     out = []
-    values = [(_values(point[k], S, p.aggregate), _values(boot[:, k], S, p.aggregate)) for k, p in enumerate(protocols)]
+    values = [(_values(point[k], S, p.aggregate, p.zero_division), _values(boot[:, k], S, p.aggregate, p.zero_division))
+              for k, p in enumerate(protocols)]
     (ref, ref_boot) = values[0]
     for (p, (val, bv)) in zip(protocols, values):
         for m in PROTOCOL_METRICS:

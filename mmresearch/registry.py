@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 # %% auto #0
-__all__ = ['SCORERS', 'DOMAINS', 'STUDY_DOMAINS', 'FINDINGS', 'PAIRED', 'scorer', 'domain', 'finding_for', 'declared',
-           'scorer_names', 'get_scorer', 'get_domain', 'get_finding', 'PairedItems', 'paired_items', 'get_paired',
-           'check_domain']
+__all__ = ['SCORERS', 'DOMAINS', 'STUDY_DOMAINS', 'FINDINGS', 'PAIRED', 'RECOGNISERS', 'scorer', 'domain', 'finding_for',
+           'declared', 'scorer_names', 'get_scorer', 'get_domain', 'get_finding', 'PairedItems', 'paired_items',
+           'get_paired', 'FileKind', 'recognises', 'file_kinds', 'recognise', 'check_domain']
 
 # %% ../nbs/00a_registry.ipynb #ae573d77
 SCORERS: dict[str, Callable[..., dict]] = {}   # scorer name -> scorer(predictions_path, **options) -> JSON-safe dict
@@ -48,7 +48,7 @@ def finding_for(notebook: str): # the experiment notebook's name without .ipynb,
 
 
 # %% ../nbs/00a_registry.ipynb #ed38c40b
-def declared(kind: str # "scorer", "domain", "finding_for" or "paired_items"
+def declared(kind: str # "scorer", "domain", "finding_for", "paired_items" or "recognises"
             ) -> dict[str, str]:
     "Names declared with `@kind(...)` (or a call `kind(...)` at the start of a line) in the package's modules, each mapped to its module's import name."
     import mmresearch
@@ -123,6 +123,43 @@ def get_paired(notebook: str) -> PairedItems | None:
     "The paired items declared for the experiment notebook `notebook`, its module imported on first use; None when none is."
     if notebook not in PAIRED and notebook in (where := declared("paired_items")): importlib.import_module(where[notebook])
     return PAIRED.get(notebook)
+
+# %% ../nbs/00a_registry.ipynb #ff7e7369
+@dataclass(frozen=True)
+class FileKind:
+    "How to recognise one kind of data file from its first record."
+    what: str # how messages name it, e.g. "an AMBER query file"
+    test: Callable[[dict], bool] # first record -> is it this kind?
+    hint: str = "" # what to do with such a file, e.g. "score it with `mmresearch score amber`"
+    module: str = "" # the module that declared it
+
+    def named(self) -> str:
+        "The kind as a sentence names it, with its hint."
+        return f"{self.what} ({self.hint})" if self.hint else self.what
+
+RECOGNISERS: dict[str, FileKind] = {}   # what a file is -> its recogniser, in declaration order
+
+def recognises(what: str, # how messages name the kind, e.g. "an AMBER query file"
+               hint: str = ""): # what to do with such a file
+    "Decorator: register `fn(record) -> bool` as the test for files whose first record is `what`."
+    def register(fn):
+        old = RECOGNISERS.get(what)
+        if old is not None and old.test.__qualname__ != fn.__qualname__:
+            raise ValueError(f"recognises {what!r} is already registered to {old.module}.{old.test.__qualname__}")
+        RECOGNISERS[what] = FileKind(what, fn, hint, fn.__module__)
+        return fn
+    return register
+
+def file_kinds() -> list[FileKind]:
+    "Every declared file kind, its module imported, in the order of the package's modules and of their declarations."
+    for module in dict.fromkeys(declared("recognises").values()): importlib.import_module(module)
+    order = {m: k for k, m in enumerate(dict.fromkeys(declared("recognises").values()))}
+    return sorted(RECOGNISERS.values(), key=lambda k: order.get(k.module, len(order)))
+
+def recognise(record) -> FileKind | None:
+    "The first declared kind whose test accepts `record` (a data file's first record), or None."
+    if not isinstance(record, dict): return None
+    return next((k for k in file_kinds() if k.test(record)), None)
 
 # %% ../nbs/00a_registry.ipynb #3d17c614
 def check_domain(study: str, # a scorer name

@@ -30,16 +30,16 @@ from .registry import PairedItems, finding_for, get_finding, get_paired
 
 # %% auto #0
 __all__ = ['MANIFEST', 'SPAN_COLOURS', 'NO_SCRIPT_META', 'SWEEP_FILE', 'CI_FLAGS', 'FEW_CLUSTERS_MARK', 'FRACTION_RATES',
-           'SCORES', 'FINDING_PNG', 'FINDING_JSON', 'COMPARE_PAGE', 'MODEL_KEYS', 'MAIN_METRICS', 'PAIRED_COLUMNS',
-           'QUIET_KERNEL', 'LITERAL_TEXT', 'json_safe', 'json_text', 'write_text_atomic', 'write_json', 'read_json',
-           'read_manifest', 'write_manifest', 'write_csv', 'figure_png', 'show_figure', 'gallery_html',
-           'examples_gallery', 'highlight_spans', 'span_legend', 'literal_markdown', 'notebook_html',
+           'SCORES', 'JUDGE_NAMES', 'FINDING_PNG', 'FINDING_JSON', 'COMPARE_PAGE', 'MODEL_KEYS', 'MAIN_METRICS',
+           'PAIRED_COLUMNS', 'QUIET_KERNEL', 'LITERAL_TEXT', 'json_safe', 'json_text', 'write_text_atomic',
+           'write_json', 'read_json', 'read_manifest', 'write_manifest', 'write_csv', 'figure_png', 'show_figure',
+           'gallery_html', 'examples_gallery', 'highlight_spans', 'span_legend', 'literal_markdown', 'notebook_html',
            'external_resources', 'flatten', 'manifest_html', 'nav_html', 'render_run', 'read_sweep', 'load_sweep',
            'few_clusters_marks', 'condition_label', 'metric_table', 'plot_metric', 'in_percent', 'unit', 'with_units',
-           'fmt_ci', 'overall_label', 'Finding', 'varying_keys', 'plt_colours', 'disc_finding', 'length_finding',
-           'mmbench_finding', 'category_finding', 'headline_finding', 't2i_finding', 'pope_finding', 'finding',
-           'write_finding', 'compare_table', 'render_compare', 'item_rows', 'paired_comparisons', 'quiet_progress',
-           'md_text', 'md_code', 'generic_summary_path', 'literal_text', 'socket_file_kernel_manager',
+           'fmt_ci', 'overall_label', 'Finding', 'varying_keys', 'plt_colours', 'disc_finding', 'headline_judge_rows',
+           'length_finding', 'mmbench_finding', 'category_finding', 'headline_finding', 't2i_finding', 'pope_finding',
+           'finding', 'write_finding', 'compare_table', 'render_compare', 'item_rows', 'paired_comparisons',
+           'quiet_progress', 'md_text', 'md_code', 'generic_summary_path', 'literal_text', 'socket_file_kernel_manager',
            'run_report_notebook', 'render_summary', 'unfinished_summary', 'runs_links_html', 'headline_value',
            'render_index', 'checked_sweep']
 
@@ -496,11 +496,19 @@ def disc_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Finding:
 
 
 # %% ../nbs/21_report.ipynb #d2307b28
+JUDGE_NAMES = {"exact": "the exact judge", "llm": "the LLM judge"}   # a judge's column prefix -> how a sentence names it
+
+def headline_judge_rows(metrics: pd.DataFrame # a Hal-Eval generative sweep's metrics (column `judge` when several judged)
+                       ) -> pd.DataFrame:
+    "Per run, the rows of its headline judge: the judge of the run's first `accuracy` row."
+    if "judge" not in metrics.columns: return metrics
+    first = metrics[metrics.metric == "accuracy"].groupby("run", sort=False)["judge"].first()
+    return metrics[metrics["judge"] == metrics["run"].map(first)]
+
 def _length_rows(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> pd.DataFrame:
     "One row per finished run: measured mean length (tokens, words) of its answered descriptions, hallucination rate and event share."
     keys = varying_keys(info, metrics)
-    judge = "exact" if "judge" in metrics.columns and (metrics["judge"] == "exact").any() else None
-    m = metrics[metrics["judge"] == judge] if judge else metrics
+    m = headline_judge_rows(metrics)
     out = []
     for run, d in m.groupby("run", sort=False):
         s = pd.read_parquet(Path(sweep_dir)/run/"samples.parquet", columns=["length", "n_words", "error"])
@@ -512,7 +520,8 @@ def _length_rows(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> pd.DataF
                     "value": 100 - acc.value, "ci_low": 100 - acc.ci_high, "ci_high": 100 - acc.ci_low,
                     "event": event.value.iloc[0] if len(event) else float("nan"),
                     "event_low": event.ci_low.iloc[0] if len(event) else float("nan"),
-                    "event_high": event.ci_high.iloc[0] if len(event) else float("nan"), "n": acc.n})
+                    "event_high": event.ci_high.iloc[0] if len(event) else float("nan"), "n": acc.n,
+                    "judge": JUDGE_NAMES.get(str(d["judge"].iloc[0]), str(d["judge"].iloc[0])) if "judge" in d else "the judge"})
     return pd.DataFrame(out).sort_values("tokens", ignore_index=True)
 
 @finding_for("haleval_gen")
@@ -537,7 +546,8 @@ def length_finding(info: dict, metrics: pd.DataFrame, sweep_dir: Path) -> Findin
     s1 = (f"Measured length runs from {short.tokens:.1f} to {long.tokens:.1f} tokens ({short.words:.1f} to {long.words:.1f} "
           f"words) across {len(d)} runs; the hallucination rate is {fmt_ci(short.value, short.ci_low, short.ci_high, suffix='%')} "
           f"in the shortest ({short.condition}) and {fmt_ci(long.value, long.ci_low, long.ci_high, suffix='%')} in the longest "
-          f"({long.condition})" + (f", Spearman ρ = {rho:+.2f} over runs." if pd.notna(rho) else "."))
+          f"({long.condition})" + (f", Spearman ρ = {rho:+.2f} over runs" if pd.notna(rho) else "")
+          + f", judged by {' and '.join(dict.fromkeys(d['judge']))}.")
     s2 = (f"Event hallucinations are {fmt_ci(long.event, long.event_low, long.event_high, suffix='%')} of the hallucinating "
           f"descriptions in the longest run and {fmt_ci(short.event, short.event_low, short.event_high, suffix='%')} in the shortest.")
     mean_ci = lambda c: [fmt_ci(m, m - h, m + h) for m, h in zip(d[c], d[f"{c}_half"])]   # normal interval of the mean

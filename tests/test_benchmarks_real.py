@@ -134,6 +134,13 @@ def test_haleval_gen_sweep_judged_by_an_openai_judge(tmp_path):
     first = m[m.metric == "accuracy"].iloc[0]
     assert (first.judge, first.value, first.n) == ("llm", 0.0, 9)   # the judge finds the dog in every description
     assert m[(m.judge == "llm") & (m.metric == "ratio_object")].value.iloc[0] == 100.0
+    # Hal-Eval's images have no truth: the evaluator's verdict is the headline of the run page and of the summary
+    # (issue 41: the summary read the exact judge, "hallucination rate is -", n = 0). By hand: 9 descriptions, every
+    # one hallucinated by the judge's verdict -> a hallucination rate of 100%
+    page = (res.sweep_dir/res.runs[0].run/"run.html").read_text()
+    assert "the LLM judge found no hallucination in 0.0% of the 9 descriptions" in page
+    found = json.loads((res.sweep_dir/"finding.json").read_text())
+    assert "the hallucination rate is 100.0%" in found["sentences"][0] and "by the LLM judge" in found["sentences"][0], found
 
 
 def test_amber_sweep_asks_amber_queries_and_round_trips(tmp_path):
@@ -201,3 +208,34 @@ def test_benchmarks_through_a_tiny_hf_family(tmp_path, llava):
     scored = score("amber", "--input", str(out/"responses.json"), "--labels", str(amb/"data"), "--n-boot", "20")
     m = pd.read_csv(out/"metrics.csv").set_index(["task", "group", "metric"]).value
     assert scored["discriminative"]["overall"]["accuracy"] == pytest.approx(m["discriminative", "overall", "accuracy"])
+
+
+def test_chair_on_coco_counts_every_caption_as_the_tool_does(tmp_path):
+    """An image whose CHAIR truth is empty (no segment, captions naming no COCO class) is still a caption the tool
+    scores: every object it mentions is hallucinated (issue 41: the sweep scored 29 of 30). The sweep's chair input
+    holds every description, and `score chair --coco` on the same captions by image id (the truth built from COCO's
+    files as the tool builds it) gives the same figures. By hand: the fake model says "A dog and a clock on a table."
+    everywhere; the tool reads dog, clock and dining table (table) in each, and the truth of images 101-103 is
+    {orange}, {stop sign}, {clock}, of image 104 nothing; so 4 of 4 captions hallucinate (CHAIRs 1.0) and
+    3 + 3 + 2 + 3 = 11 of 12 mentions are hallucinated (CHAIRi 11/12)."""
+    data = coco_folder(tmp_path/"coco")
+    caps = json.loads((data/"annotations/captions_val2014.json").read_text())
+    caps["images"].append({"id": 104, "file_name": "wall.png", "width": 24, "height": 24})
+    caps["annotations"].append({"id": 1006, "image_id": 104, "caption": "A plain white wall."})
+    (data/"annotations/captions_val2014.json").write_text(json.dumps(caps))
+    picture(data/"val2014/wall.png")
+    with FakeChatServer(answer=answer) as server:
+        res = sweep(tmp_path, "chair_coco_all", "haleval_gen.ipynb",
+                    {"data_dir": str(data), "domain": "coco", "model": "openai:fake", "base_url": server.base_url,
+                     "api_key_env": None, "n_samples": 500, "chair_matching": "tool", "n_boot": 50}, headline="accuracy")
+    out = res.sweep_dir/res.runs[0].run
+    written = [json.loads(l) for l in (out/"chair_input.jsonl").read_text().splitlines()]
+    assert len(written) == 4 and written[-1]["objects"] == []
+    ours = score("chair", "--input", str(out/"chair_input.jsonl"), "--matching", "tool", "--n-boot", "50")
+    by_id = tmp_path/"by_image.jsonl"
+    by_id.write_text("".join(json.dumps({"image_id": int(r["id"].split("/")[0]), "caption": r["caption"]}) + "\n" for r in written))
+    tool = score("chair", "--input", str(by_id), "--coco", str(data), "--matching", "tool", "--n-boot", "50")
+    assert ours["n"] == tool["n"] == 4
+    assert ours["overall_metrics"] == tool["overall_metrics"] == pytest.approx({"CHAIRs": 1.0, "CHAIRi": 11 / 12})
+    rows = pd.read_parquet(out/"samples.parquet")
+    assert rows.chair_n.notna().all() and rows.exact_ok.all()   # every description has a CHAIR count and a verdict

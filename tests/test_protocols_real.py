@@ -74,3 +74,47 @@ def test_mmbench_llava15_each_protocol_equals_its_harness():
     assert t["lmms_eval", "circular"]["value"] == pytest.approx(67.687075, abs=1e-5)
     assert t["ours", "circular"]["value"] == pytest.approx(67.687075, abs=1e-5) and t["vlmevalkit", "circular"]["n"] == 1176
     assert math.isnan(t["lmms_eval", "vanilla"]["value"])
+
+
+def five_option_rows() -> list[dict]:
+    "Three five-option items with their circular copies (index + k*1,000,000, options rotated left by k): item 1 answers its"
+    "letter, item 2 the gold option's text, item 3 'The answer is <gold text>.'"
+    items = [(1, ["cat", "dog", "bird", "fish", "horse"], "horse", lambda letter, gold: letter),
+             (2, ["cat", "dog", "bird", "fish", "horse"], "horse", lambda letter, gold: gold),
+             (3, ["cow", "dog", "bird", "fish", "goat"], "dog", lambda letter, gold: f"The answer is {gold}.")]
+    out = []
+    for idx, opts, gold, say in items:
+        for k in range(5):
+            rot = opts[k:] + opts[:k]
+            letter = "ABCDE"[rot.index(gold)]
+            out.append({"index": idx + k * 1_000_000, "question": "Which animal is shown?", **dict(zip("ABCDE", rot)),
+                        "answer": letter, "prediction": say(letter, gold), "category": "demo"})
+    return out
+
+
+def test_mmbench_five_options_scored_as_lmms_eval_scores_them(tmp_path):
+    """lmms-eval's MMBench evaluator reads option texts only for A-D (`build_choices`, and the static extractor's
+    choices come from it), while a lone letter may be any of A-E (`can_infer_option`). On these three five-option items
+    lmms-eval@75571cf's MMBench_Evaluator().eval_result(rows, "static"), run outside this repository on the same rows,
+    gives 0.3333: item 1 (letters) is right; items 2 and 3 fail on the pass whose gold text sits at E."""
+    import pandas as pd
+    from mmresearch.mmbench import score_mmbench
+    path = tmp_path/"five.tsv"
+    pd.DataFrame(five_option_rows()).to_csv(path, sep="\t", index=False)
+    t = {(r["protocol"], r["metric"]): r for r in score_mmbench(path, protocols=True, n_boot=50)["protocols"]}
+    assert t["lmms_eval", "circular"]["value"] == pytest.approx(100 / 3) and t["lmms_eval", "circular"]["n"] == 3
+
+
+def test_zero_over_zero_is_reported_as_each_harness_reports_it():
+    """A split where the model never says "yes": precision is 0/0. VLMEvalKit's POPE_rating (cal_f1_score) and lmms-eval's
+    pope_aggregate_* report it as 0, and F1 as 0 (run by hand outside this repository on these four answers: lmms-eval
+    accuracy 0.5, precision 0, recall 0.0, F1 0; VLMEvalKit F1 0, precision 0, recall 0.0). Our own protocol leaves it
+    undefined (null), as POPE's evaluate.py cannot compute it either."""
+    answers = [{"question_id": i, "text": "no", "label": label, "image": f"im{i}.jpg", "category": "adversarial"}
+               for i, label in enumerate(["yes", "no", "yes", "no"])]
+    t = table(score_pope(answers, protocols=True, n_boot=50))
+    for proto in ("vlmevalkit", "lmms_eval"):
+        for split in ("all", "adversarial"):
+            got = {m: t[proto, split, m]["value"] for m in ("accuracy", "precision", "recall", "f1")}
+            assert got == {"accuracy": 50.0, "precision": 0.0, "recall": 0.0, "f1": 0.0}, (proto, split, got)
+    assert t["ours", "adversarial", "precision"]["value"] is None

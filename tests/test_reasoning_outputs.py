@@ -14,8 +14,9 @@ from mmresearch.t2i_judge import InvalidVerdict, parse_score, parse_verdict
 
 LOG = json.loads((Path(__file__).parent/"fixtures"/"reasoning"/"trl_dapo_eval_completions.json").read_text())
 # sample number -> the final answer a reader finds; None: the completion ends inside its reasoning (or its answer tag
-# is broken: sample 1 writes "<answe\nA</answer>"), so it has no final answer
-EXPECTED = {1: None, 2: "A", 3: "C", 7: "C", 8: None, 9: None, 10: "C", 11: "C"}
+# is broken: sample 1 writes "<answe\nA</answer>"), so it has no final answer. Sample 2 writes <answer>A</answer>
+# inside a think block it never closes: that tag is reasoning, so it has none either (issue 41)
+EXPECTED = {1: None, 2: None, 3: "C", 7: "C", 8: None, 9: None, 10: "C", 11: "C"}
 
 
 def item(rec: dict) -> MCItem:
@@ -26,7 +27,7 @@ def item(rec: dict) -> MCItem:
 
 def test_fixture_covers_each_case():
     assert sorted(EXPECTED) == [r["sample"] for r in LOG]
-    assert sum(v is None for v in EXPECTED.values()) == 3 and sum("<think>" in r["completion"] for r in LOG) == 7
+    assert sum(v is None for v in EXPECTED.values()) == 4 and sum("<think>" in r["completion"] for r in LOG) == 7
 
 
 @pytest.mark.parametrize("rec", LOG, ids=lambda r: f"sample{r['sample']}")
@@ -53,3 +54,16 @@ def test_scores_and_json_come_from_the_final_answer():
     for unfinished in ("<think>It could be a 3 or", LOG[-3]["completion"]):
         with pytest.raises(InvalidVerdict, match="no final answer"): parse_score(unfinished, 5)
         with pytest.raises(InvalidVerdict, match="no final answer"): parse_verdict(unfinished, 5)
+
+
+@pytest.mark.parametrize("text, want", [
+    ("<think>I think <answer>yes</answer> but still thinking", None),          # the think block never closes
+    ("<think>Draft: <answer>yes</answer>. Check again.</think><answer>no</answer>", "no"),   # the final one wins
+    ("<think>Draft: <answer>yes</answer>.</think> No, there is none.", "No, there is none."),   # no answer tag after it
+    ("<think>Draft: <answer>B</answer></think>", None),                        # only reasoning, with a draft inside it
+    ("<think>a</think><answer>A</answer> then <answer>C</answer>", "C"),      # the last closed block after the reasoning
+    ("<answer>yes</answer>", "yes"),                                           # no reasoning: the answer block
+])
+def test_an_answer_inside_reasoning_is_never_read(text, want):
+    "Only the text after the last closed think block counts (issue 41): a draft <answer> inside the reasoning is reasoning."
+    assert final_answer(text) == want
