@@ -31,10 +31,12 @@ def _register(table: dict, kind: str, name: str, fn: Callable) -> Callable:
     return fn
 
 def scorer(name: str, # the name typed after `mmresearch score`
-           domains: Iterable[str] | None = None): # the domains the study's experiment runs on (None: any registered)
+           domains: Iterable[str] | None = None, # the domains the study's experiment runs on (None: any registered)
+           reads_folder: bool = False): # its input may be a folder of files (e.g. MME's eval_tool results), not only one file
     "Decorator: register a scorer function under `name`."
     def register(fn):
         if domains is not None: STUDY_DOMAINS[name] = (domains,) if isinstance(domains, str) else tuple(domains)
+        fn.reads_folder = reads_folder
         return _register(SCORERS, "scorer", name, fn)
     return register
 
