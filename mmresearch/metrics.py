@@ -311,14 +311,20 @@ def unit_verdicts(rows: pd.DataFrame, # one row per answer, with a boolean `corr
                   by: Sequence[str], # the columns naming a unit (e.g. a question pair, an image)
                   keep: Sequence[str] = () # columns constant within a unit to carry along (e.g. its cluster)
                  ) -> pd.DataFrame:
-    "Per unit: answers (`n`), `right`, `wrong`, `unscored`, and `correct`: True when all are right, False when one is wrong, else missing."
+    "Per unit (sorted): answers (`n`), `right`, `wrong`, `unscored`, and `correct`: True when all are right, False when one is wrong, else missing."
+    by = list(by)
     c = pd.array(rows["correct"], dtype="boolean")
-    d = rows[list(by) + list(keep)].assign(_r=np.asarray(c.fillna(False), dtype=int), _w=np.asarray((~c).fillna(False), dtype=int),
-                                           _u=np.asarray(c.isna(), dtype=int))
-    g = d.groupby(list(by), sort=True).agg(n=("_r", "size"), right=("_r", "sum"), wrong=("_w", "sum"), unscored=("_u", "sum"),
-                                            **{k: (k, "first") for k in keep}).reset_index()
-    g["correct"] = pd.array([False if w else (None if u else True) for w, u in zip(g.wrong, g.unscored)], dtype="boolean")
-    return g
+    keys = list(zip(*(rows[k].tolist() for k in by))) if len(rows) else []
+    units = sorted(set(keys))
+    at = {u: i for i, u in enumerate(units)}
+    codes, g = np.fromiter((at[k] for k in keys), dtype=np.int64, count=len(keys)), len(units)
+    count = lambda flags: np.bincount(codes, weights=np.asarray(flags, dtype=float), minlength=g).astype(int)
+    out = pd.DataFrame(units, columns=by).assign(
+        n=np.bincount(codes, minlength=g), right=count(c.fillna(False)), wrong=count((~c).fillna(False)), unscored=count(c.isna()))
+    first = np.unique(codes, return_index=True)[1]
+    for k in keep: out[k] = rows[k].to_numpy()[first]
+    out["correct"] = pd.array([False if w else (None if u else True) for w, u in zip(out.wrong, out.unscored)], dtype="boolean")
+    return out
 
 def accuracy_ci(correct, # per unit: True (right), False (wrong), missing (not scored)
                 cluster=None, # per unit: the cluster resampled with it (e.g. its question set); None: each unit alone
@@ -326,7 +332,7 @@ def accuracy_ci(correct, # per unit: True (right), False (wrong), missing (not s
     "Share of right units (%) with `binary_report`'s interval: value, ci_low, ci_high, n, n_clusters, unscored, ci_method, ci_note, few_clusters."
     c = pd.array(list(correct), dtype="boolean")
     scored = ~np.asarray(c.isna())
-    df = pd.DataFrame({"label": "yes", "pred": np.where(np.asarray(c[scored], dtype=bool), "yes", "no")})
+    df = pd.DataFrame({"label": np.ones(int(scored.sum()), dtype=bool), "pred": np.asarray(c[scored], dtype=bool)})
     if cluster is not None: df["cluster"] = np.asarray(cluster, dtype=object)[scored]
     r = binary_report(df, parse_ok=None, n_boot=n_boot, seed=seed, level=level,
                       cluster="cluster" if cluster is not None else None).set_index("metric").loc["accuracy"]
