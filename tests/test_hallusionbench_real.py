@@ -16,7 +16,6 @@ How the expected values were obtained (fixtures in tests/fixtures/hallusionbench
   HallusionBench_result_sample.json that have a figure, with gt_answer from HallusionBench.json, scored as
   ImageYORNDataset.evaluate scores (answer == extracted).
 """
-import gzip
 import json
 import subprocess
 import sys
@@ -24,11 +23,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from PIL import Image
 
 from mmresearch.fakeserver import FakeChatServer, count_images, request_text
 from mmresearch.hallusionbench import LEADERBOARD, score_hallusionbench
-from mmresearch.sweep import run_sweep
+
+from test_benchmarks_real import picture, sweep   # one small distinct image per path; a sweep that must finish ok
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT/"tests"/"fixtures"/"hallusionbench"
@@ -122,43 +121,30 @@ def test_cli_reads_the_result_layout_and_names_a_missing_truth(tmp_path):
     assert out.returncode == 2 and "254 questions have no gt_answer (first: VD_illusion_0_0_0" in out.stderr and "give HallusionBench.json" in out.stderr
 
 
-def picture(path: Path) -> None:
-    "A small image unlike every other one made here (identical requests would be asked once, through the cache)."
-    picture.n = getattr(picture, "n", 0) + 1
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.new("RGB", (24, 24), (picture.n * 37 % 256, picture.n * 91 % 256, picture.n * 13 % 256)).save(path)
-
-
 def hb_folder(root: Path) -> Path:
     "HallusionBench's layout: HallusionBench.json (the excerpt) and the unzipped figures under hallusion_bench/."
     root.mkdir(parents=True)
     (root/"HallusionBench.json").write_bytes((FIX/"HallusionBench_excerpt.json").read_bytes())
     for r in json.loads((FIX/"HallusionBench_excerpt.json").read_text()):
-        if r["filename"] and not (root/"hallusion_bench"/r["filename"]).exists(): picture(root/"hallusion_bench"/r["filename"])
+        if r["filename"] and not (path := root/"hallusion_bench"/r["filename"]).exists():
+            path.parent.mkdir(parents=True, exist_ok=True); picture(path)
     return root
 
 
-def sweep(tmp_path: Path, name: str, fixed: dict, grid: dict | None = None):
-    (tmp_path/"settings.ini").write_text("[DEFAULT]\n")
-    p = tmp_path/"params"/f"{name}.yaml"; p.parent.mkdir(exist_ok=True)
-    spec = {"name": name, "notebook": str(ROOT/"nbs/experiments/hallusionbench.ipynb"), "fixed": fixed, "headline": "qAcc"}
-    if grid: spec["grid"] = grid
-    p.write_text(json.dumps(spec))   # JSON is YAML
-    res = run_sweep(p, workers=2, reports_dir=tmp_path/"reports", cache_path=tmp_path/f"{name}.sqlite", progress=False)
-    assert {r.status for r in res.runs} == {"ok"}, res.describe()
-    return res
-
-
-def test_sweep_through_the_fake_server_asks_as_written_and_round_trips(tmp_path):
-    data = hb_folder(tmp_path/"HallusionBench")
-    asked = []
+def recorder(asked: list, reply):
+    "A fake server's answer function: records (prompt text, images sent) in `asked` and replies `reply(text)`."
     def answer(body: dict) -> str:
         text = request_text(body)
         asked.append((text, count_images(body)))
-        return "Yes." if len(text) % 2 else "No, it is not."
-    with FakeChatServer(answer=answer) as server:
-        res = sweep(tmp_path, "hb_fake", {"data_dir": str(data), "domain": "hallusionbench", "model": "openai:fake", "base_url": server.base_url,
-                                          "api_key_env": None, "n_boot": 50})
+        return reply(text)
+    return answer
+
+
+def test_sweep_through_the_fake_server_asks_as_written_and_round_trips(tmp_path):
+    data, asked = hb_folder(tmp_path/"HallusionBench"), []
+    with FakeChatServer(answer=recorder(asked, lambda text: "Yes." if len(text) % 2 else "No, it is not.")) as server:
+        res = sweep(tmp_path, "hb_fake", "hallusionbench.ipynb", {"data_dir": str(data), "domain": "hallusionbench", "model": "openai:fake",
+                                                                  "base_url": server.base_url, "api_key_env": None, "n_boot": 50}, headline="qAcc")
     records = json.loads((FIX/"HallusionBench_excerpt.json").read_text())
     assert sorted(asked) == sorted((r["question"], int(r["visual_input"] != "0")) for r in records)   # as written; text alone without a figure
     out = res.sweep_dir/res.runs[0].run
@@ -177,8 +163,8 @@ def test_sweep_through_the_fake_server_asks_as_written_and_round_trips(tmp_path)
 
 def test_sweep_with_the_tiny_model_pairs_conditions_item_by_item(tmp_path):
     data = hb_folder(tmp_path/"HallusionBench")
-    res = sweep(tmp_path, "hb_tiny", {"data_dir": str(data), "domain": "hallusionbench", "model": "tiny", "n_samples": 30, "n_boot": 50},
-                {"policy": ["exclude", "negative"]})
+    res = sweep(tmp_path, "hb_tiny", "hallusionbench.ipynb", {"data_dir": str(data), "domain": "hallusionbench", "model": "tiny",
+                                                              "n_samples": 30, "n_boot": 50}, {"policy": ["exclude", "negative"]}, headline="qAcc")
     rows = [pd.read_parquet(res.sweep_dir/r.run/"samples.parquet") for r in res.runs]
     assert all(r.error.isna().all() for r in rows) and len(rows[0]) <= 30 and set(rows[0].set) == set(rows[1].set)
     page = (res.sweep_dir/"summary.html").read_text()

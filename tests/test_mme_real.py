@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from PIL import Image
 
-from mmresearch.fakeserver import FakeChatServer, count_images, request_text
+from mmresearch.fakeserver import FakeChatServer
 from mmresearch.mme import HALLUCINATION, score_mme
-from mmresearch.sweep import run_sweep
+
+from test_benchmarks_real import picture, sweep   # one small distinct image per path; a sweep that must finish ok
+from test_hallusionbench_real import recorder   # a fake-server answer that records what was asked
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT/"tests"/"fixtures"/"mme"
@@ -56,12 +57,6 @@ def test_cli_reads_the_results_folder_and_one_file():
     assert list(json.loads(one.stdout)["categories"]) == ["count"]
 
 
-def picture(path: Path) -> None:
-    "A small image unlike every other one made here (identical requests would be asked once, through the cache)."
-    picture.n = getattr(picture, "n", 0) + 1
-    Image.new("RGB", (24, 24), (picture.n * 37 % 256, picture.n * 91 % 256, picture.n * 13 % 256)).save(path)
-
-
 def mme_folder(root: Path) -> Path:
     "MME's released layout from the questions in LaVIN's result files: flat folders, and `color` with images/ and questions_answers_YN/."
     for c in HALLUCINATION:
@@ -74,27 +69,11 @@ def mme_folder(root: Path) -> Path:
     return root
 
 
-def sweep(tmp_path: Path, name: str, fixed: dict, grid: dict | None = None):
-    (tmp_path/"settings.ini").write_text("[DEFAULT]\n")
-    p = tmp_path/"params"/f"{name}.yaml"; p.parent.mkdir(exist_ok=True)
-    spec = {"name": name, "notebook": str(ROOT/"nbs/experiments/mme.ipynb"), "fixed": fixed, "headline": "total_score"}
-    if grid: spec["grid"] = grid
-    p.write_text(json.dumps(spec))   # JSON is YAML
-    res = run_sweep(p, workers=2, reports_dir=tmp_path/"reports", cache_path=tmp_path/f"{name}.sqlite", progress=False)
-    assert {r.status for r in res.runs} == {"ok"}, res.describe()
-    return res
-
-
 def test_sweep_through_the_fake_server_asks_as_written_and_round_trips(tmp_path):
-    data = mme_folder(tmp_path/"MME_Benchmark_release_version")
-    asked = []
-    def answer(body: dict) -> str:
-        text = request_text(body)
-        asked.append((text, count_images(body)))
-        return "Yes, there is." if len(text) % 3 else "No."
-    with FakeChatServer(answer=answer) as server:
-        res = sweep(tmp_path, "mme_fake", {"data_dir": str(data), "domain": "mme", "model": "openai:fake", "base_url": server.base_url,
-                                           "api_key_env": None, "n_samples": None, "n_boot": 50})
+    data, asked = mme_folder(tmp_path/"MME_Benchmark_release_version"), []
+    with FakeChatServer(answer=recorder(asked, lambda text: "Yes, there is." if len(text) % 3 else "No.")) as server:
+        res = sweep(tmp_path, "mme_fake", "mme.ipynb", {"data_dir": str(data), "domain": "mme", "model": "openai:fake", "base_url": server.base_url,
+                                                        "api_key_env": None, "n_samples": None, "n_boot": 50}, headline="total_score")
     questions = [l.split("\t")[1] for c in HALLUCINATION for l in (FIX/"LaVIN"/f"{c}.txt").read_text().splitlines()]
     assert sorted(asked) == sorted((q, 1) for q in questions)   # every question as MME writes it, with its image
     out = res.sweep_dir/res.runs[0].run
@@ -111,8 +90,8 @@ def test_sweep_through_the_fake_server_asks_as_written_and_round_trips(tmp_path)
 
 def test_sweep_with_the_tiny_model_pairs_conditions_item_by_item(tmp_path):
     data = mme_folder(tmp_path/"MME_Benchmark_release_version")
-    res = sweep(tmp_path, "mme_tiny", {"data_dir": str(data), "domain": "mme", "model": "tiny", "n_samples": 40, "n_boot": 50},
-                {"parser": ["mme", "final"]})
+    res = sweep(tmp_path, "mme_tiny", "mme.ipynb", {"data_dir": str(data), "domain": "mme", "model": "tiny", "n_samples": 40, "n_boot": 50},
+                {"parser": ["mme", "final"]}, headline="total_score")
     rows = [pd.read_parquet(res.sweep_dir/r.run/"samples.parquet") for r in res.runs]
     assert all(r.error.isna().all() for r in rows) and len(rows[0]) <= 40 and (rows[0].groupby("pair").size() == 2).all()
     page = (res.sweep_dir/"summary.html").read_text()
