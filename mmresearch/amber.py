@@ -18,6 +18,7 @@ import pandas as pd
 from .cache import CachedModel
 from .core import ImageRef, Request, Sample, user
 from .datasets import DataFormatError, LoadStats, dataset_hash
+from .inputs import read_input_text
 from .metrics import N_BOOT, metrics_by, ratio_ci
 from .parsing import PARSERS, final_answer
 from .registry import paired_items, scorer
@@ -52,7 +53,7 @@ GENERATIVE_QUERY = "Describe this image."
 def _read_json(path: Path, what: str) -> Any:
     "The parsed JSON of `path`; a missing file or invalid JSON names the file."
     if not path.exists(): raise FileNotFoundError(f"{what} {path} does not exist")
-    try: return json.loads(path.read_text(encoding="utf-8"))
+    try: return json.loads(read_input_text(path))
     except json.JSONDecodeError as e: raise DataFormatError(f"{path}: invalid JSON at line {e.lineno} ({e.msg})") from e
     except UnicodeDecodeError as e: raise DataFormatError(f"{path}: not UTF-8 text ({e.reason})") from e
 
@@ -186,7 +187,7 @@ def load_amber_vocab(relation: str | Path, # AMBER's data/relation.json
     safe = []
     if safe_words is not None:
         if not Path(safe_words).exists(): raise FileNotFoundError(f"AMBER safe words {safe_words} does not exist")
-        safe = Path(safe_words).read_text(encoding="utf-8").splitlines()
+        safe = read_input_text(safe_words).splitlines()
     return amber_vocab(data, safe, str(relation))
 
 # %% ../nbs/16_amber.ipynb #6ea88697
@@ -195,7 +196,7 @@ def _response_records(source) -> tuple[str, list[tuple[str, Any]]]:
     if not isinstance(source, (str, Path)): return "responses", [(f"responses record {i}", r) for i, r in enumerate(source)]
     path = Path(source)
     if not path.exists(): raise FileNotFoundError(f"AMBER responses {path} does not exist")
-    text = path.read_text(encoding="utf-8")
+    text = read_input_text(path)
     if text.lstrip().startswith("["): return str(path), [(f"{path}: record {i}", r) for i, r in enumerate(_json_list(path, "AMBER responses"))]
     out = []
     for n, line in enumerate(text.splitlines(), 1):

@@ -12,14 +12,15 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Sequence
 
 from .core import ImageRef, Sample
-from .datasets import DataFormatError, Dataset, LoadStats, file_sha256, dataset_hash, load_coco, load_haleval
+from .datasets import DataFormatError, Dataset, LoadStats, dataset_hash, load_coco, load_haleval
+from .inputs import OutsideRootError, confine, read_input_text
 from .registry import domain
 
 # %% auto #0
 __all__ = ['HALEVAL_FILES', 'HALEVAL_IMAGES', 'AMBER_IMAGES', 'COCO_FILES', 'COCO_IMAGES', 'identify_file', 'expect_file', 'take',
-           'require_images', 'data_note', 'take_groups', 'with_files', 'find_file', 'load_haleval_benchmark',
-           'load_haleval_in_domain', 'load_haleval_out_of_domain', 'load_amber_benchmark', 'coco_files',
-           'coco_chair_truth', 'load_coco_benchmark']
+           'require_images', 'data_note', 'take_groups', 'with_files', 'confined_image', 'find_file',
+           'load_haleval_benchmark', 'load_haleval_in_domain', 'load_haleval_out_of_domain', 'load_amber_benchmark',
+           'coco_files', 'coco_chair_truth', 'load_coco_benchmark']
 
 # %% ../nbs/04b_benchmarks.ipynb #3ea9be84
 def _looks(doc: Any) -> str | None:
@@ -49,7 +50,7 @@ def identify_file(path: str | Path # a JSON file (or JSON lines)
                  ) -> str | None:
     "What benchmark file `path` looks like, e.g. 'an AMBER query file'; None when it is none the suite knows."
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    text = read_input_text(path)
     try: return _looks(json.loads(text))
     except json.JSONDecodeError:
         try: return _looks([json.loads(l) for l in text.splitlines() if l.strip()])
@@ -124,9 +125,15 @@ def take_groups(ds: Dataset, # the samples, in file order
 
 # %% ../nbs/04b_benchmarks.ipynb #edf5f0d4
 def with_files(ds: Dataset, files: Sequence[Path], **params) -> Dataset:
-    "`ds` with `files` as its sources: their joint hash, each file's SHA-256 in `params['file_sha256']`, and `params`."
-    return replace(ds, files=[str(f) for f in files], hash=dataset_hash(*files),
-                   params={**ds.params, **params, "file_sha256": {str(f): file_sha256(Path(f)) for f in files}})
+    "`ds` with `files` as its sources (their joint hash) and `params` added."
+    return replace(ds, files=[str(f) for f in files], hash=dataset_hash(*files), params={**ds.params, **params})
+
+def confined_image(path: str, # the image as a record names it, relative to `root`
+                   root: Path, # the folder the benchmark's images are in
+                   where: str) -> ImageRef: # names the file and record for the error, e.g. "query_all.json: query 12"
+    "An `ImageRef` for a record's image, confined to `root`; a path that leaves it is a `DataFormatError` naming the record."
+    try: return ImageRef(confine(path, root), name=str(root/path), root=root)
+    except OutsideRootError as e: raise DataFormatError(f"{where}: {e}") from None
 
 def find_file(data_dir: str | Path, # the benchmark's folder
               names: Sequence[str], # where the file may sit under it, tried in order
@@ -196,7 +203,7 @@ def load_amber_benchmark(n: int | None = None, # at most this many images (seede
     samples = []
     for img, qs in by_image.items():
         truth = next((list(q["annotation"]["truth"]) for q in qs if q["annotation"]["type"] == "generative"), [])
-        samples.append(Sample(Path(img).stem, ImageRef(images/img), "amber",
+        samples.append(Sample(Path(img).stem, confined_image(img, images, f"{qfile}: query {qs[0]['id']}"), "amber",
                               {"amber_queries": qs, "objects": truth, "source": f"AMBER {img}", "license": "AMBER: Apache-2.0"}))
     stats = LoadStats(str(qfile), rows=len(queries), loaded=len(samples))
     ds = take(Dataset("amber", "amber", samples, "", [], stats), n, seed)
@@ -221,7 +228,7 @@ def coco_chair_truth(captions: str | Path, # COCO captions_*.json
     "Each image's CHAIR ground truth as the CHAIR tool builds it: segment categories plus the classes its captions mention."
     from mmresearch.chair_tool import ChairTool, ground_truth
     tool = tool or ChairTool()
-    caps, inst = json.loads(Path(captions).read_text()), json.loads(Path(instances).read_text())
+    caps, inst = json.loads(read_input_text(captions)), json.loads(read_input_text(instances))
     wanted = set(image_ids) if image_ids is not None else {a["image_id"] for a in caps["annotations"]}
     names = {c["id"]: c["name"] for c in inst["categories"]}
     cats: dict[int, list[str]] = {i: [] for i in wanted}

@@ -14,6 +14,7 @@ from typing import Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from .inputs import read_input_text
 from .metrics import CHAIR_COLUMNS, chair_row
 
 # %% auto #0
@@ -30,7 +31,7 @@ def read_chair_synonyms(path: str | Path | None = None # a synonyms.txt in the t
                        ) -> dict[str, str]:
     "Every name of the synonym file mapped to its line's first name (the class), as the tool reads the file."
     path = Path(path) if path is not None else chair_synonyms_path()
-    try: text = path.read_text(encoding="utf-8")
+    try: text = read_input_text(path)
     except (OSError, UnicodeDecodeError) as e: raise ValueError(f"CHAIR synonym file {path}: cannot read it ({e})") from e
     if text.lstrip()[:1] in ("{", "["):
         raise ValueError(f"CHAIR synonym file {path} is JSON; the tool's format is one line per class: 'class, synonym, ...'")
@@ -252,7 +253,7 @@ def read_chair_output(path: str | Path # a CHAIR tool output JSON: {"overall_met
                      ) -> tuple[pd.DataFrame, dict]:
     "The sentences of a CHAIR output file (id, caption, gt, generated, hallucinated, words) and its `overall_metrics`."
     path = Path(path)
-    try: d = json.loads(path.read_text(encoding="utf-8"))
+    try: d = json.loads(read_input_text(path))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e: raise ValueError(f"CHAIR output file {path}: {e}") from e
     if not isinstance(d, dict) or not isinstance(d.get("sentences"), list):
         raise ValueError(f"CHAIR output file {path}: expected a JSON object with a 'sentences' list")

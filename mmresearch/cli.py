@@ -17,7 +17,8 @@ __all__ = ['BINARY_INPUTS', 'check_input', 'format_table', 'cmd_score', 'scorer_
            'performance_summary', 'performance_line', 'suite_members', 'cmd_sweep', 'cmd_main', 'build_parser', 'main']
 
 # %% ../nbs/30_cli.ipynb #3d87be03
-from .core import redact
+from .core import excerpt, redact
+from .inputs import decompress_if_gz, read_input
 from .registry import get_scorer, scorer_names
 
 # %% ../nbs/30_cli.ipynb #85b86e47
@@ -25,13 +26,9 @@ BINARY_INPUTS = (".xlsx", ".xls", ".parquet")  # read by their own libraries, no
 
 def check_input(path: str | Path) -> None:
     "A predictions file a scorer can read: a file, not a folder; a complete gzip when `.gz`; UTF-8 text. Else a one-line ValueError naming the file (and line)."
-    import gzip, zlib
     p = Path(path)
     if p.is_dir(): raise ValueError(f"predictions file {p} is a folder; give the predictions file inside it (e.g. {p/'answers.jsonl'})")
-    try:
-        with (gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")) as f: data = f.read()
-    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-        raise ValueError(f"{p}: not a complete gzip file ({e}); it is truncated or damaged: copy or compress it again") from None
+    try: data = decompress_if_gz(read_input(p), p)
     except OSError as e: raise ValueError(f"{p}: cannot be read ({e.strerror or e})") from None
     if Path(p.stem if p.suffix == ".gz" else p.name).suffix.lower() in BINARY_INPUTS: return
     if data.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in data:
@@ -245,8 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0 if all(r.ok for r in results) else 1
         results = cmd_main(a.workers, a.reports, a.cache, not a.no_progress)
         return 0 if all(r.ok for r in results) else 1
-    except (ValueError, KeyError, FileNotFoundError, ImportError) as e:
-        print(redact(f"mmresearch {command}: error: {e.args[0] if isinstance(e, KeyError) and e.args else e}"), file=sys.stderr)
+    except (ValueError, KeyError, OSError, ImportError) as e:
+        print(excerpt(redact(f"mmresearch {command}: error: {e.args[0] if isinstance(e, KeyError) and e.args else e}")), file=sys.stderr)
         return 2
 
 

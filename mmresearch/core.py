@@ -18,13 +18,14 @@ from typing import Any, Iterable, Literal, Mapping
 
 from PIL import Image, UnidentifiedImageError
 
-from .inputs import read_input_hashed
+from .inputs import read_input_hashed, read_input_text
 
 # %% auto #0
-__all__ = ['MAX_IMAGE_PIXELS', 'Part', 'ERROR_KINDS', 'SECRET_NAME', 'MIN_SECRET_LEN', 'canonical_json', 'stable_hash',
-           'ImageDecodeError', 'ImageRef', 'Message', 'user', 'Request', 'CallError', 'Response', 'option_variants',
-           'option_share', 'register_secret_env', 'secret_values', 'redact', 'redact_response', 'looks_like_token',
-           'url_credential', 'Sample', 'read_jsonl']
+__all__ = ['MAX_IMAGE_PIXELS', 'Part', 'ERROR_KINDS', 'SECRET_NAME', 'MIN_SECRET_LEN', 'SECRET_KEY_NAME', 'MAX_ERROR_CHARS',
+           'canonical_json', 'stable_hash', 'ImageDecodeError', 'ImageRef', 'Message', 'user', 'Request', 'CallError',
+           'Response', 'option_variants', 'option_share', 'register_secret_env', 'secret_values', 'redact',
+           'redact_response', 'looks_like_token', 'key_shaped', 'url_credential', 'credential_in', 'Sample', 'excerpt',
+           'read_jsonl']
 
 # %% ../nbs/00_core.ipynb #ada5735d
 def canonical_json(obj: Any) -> str:
@@ -290,15 +291,46 @@ def looks_like_token(s: str) -> bool:
     s = str(s).strip()
     return bool(_TOKEN_PREFIX.fullmatch(s)) or (len(s) >= 20 and " " not in s and all(re.search(p, s) for p in ("[a-z]", "[A-Z]", "[0-9]")))
 
+_RUN = re.compile(r"[A-Za-z0-9]+")
+
+def key_shaped(piece: str) -> bool:
+    "Whether one piece of a value (between separators) is shaped like a key: a token prefix with a long run of letters and digits after it, or 20+ letters and digits mixing lower, upper and digits."
+    runs = _RUN.findall(piece)
+    mixed = lambda r, n: len(r) >= n and re.search("[0-9]", r) and re.search("[A-Za-z]", r)
+    if _TOKEN_PREFIX.match(piece) and any(mixed(r, 16) for r in runs): return True
+    return any(mixed(r, 20) and re.search("[a-z]", r) and re.search("[A-Z]", r) for r in runs)
+
 def url_credential(v: str) -> str | None:
-    "What makes URL `v` carry a credential (a query parameter named like a key, or a password before the host); None when it carries none."
-    from urllib.parse import parse_qsl, urlsplit
+    "What makes URL `v` carry a credential (user info before the host, a query parameter named like a key, a path segment or query value shaped like one); None when it carries none."
+    from urllib.parse import parse_qsl, unquote, urlsplit
     if not isinstance(v, str) or "://" not in v: return None
     try: u = urlsplit(v.strip())
     except ValueError: return None
     if u.password: return "a password before the host"
-    for name, _ in parse_qsl(u.query, keep_blank_values=True):
+    if u.username: return "user info before the host"
+    for name, value in parse_qsl(u.query, keep_blank_values=True):
         if _URL_SECRET.search(name): return f"query parameter {name!r}"
+        if key_shaped(value): return f"the value of query parameter {name!r}, shaped like a key"
+    if any(key_shaped(unquote(seg)) for seg in u.path.split("/")): return "a path segment shaped like a key"
+    if key_shaped(unquote(u.fragment)): return "a fragment shaped like a key"
+    return None
+
+SECRET_KEY_NAME = re.compile(r"(^|[_-])(api[_-]?key|access[_-]?key|private[_-]?key|secret([_-]?key)?|token|password|passwd|credentials?)$", re.I)
+
+def credential_in(value: Any, # a parameter's value: text, a number, or dicts and lists of them
+                  where: str = "" # the path inside the parameter so far, e.g. ".generator_settings"
+                 ) -> tuple[str, str] | None:
+    "Where `value` holds a credential and what it is, `(path inside it, what)`, or None: one rule for every string in it."
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if SECRET_KEY_NAME.search(str(k)) and v not in (None, "", False): return f"{where}.{k}", "a field named like a secret"
+            if (found := credential_in(v, f"{where}.{k}")) is not None: return found
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            if (found := credential_in(v, f"{where}[{i}]")) is not None: return found
+    elif isinstance(value, str):
+        if (what := url_credential(value)) is not None: return where, f"a URL with a credential in it ({what})"
+        if any(key_shaped(p) for p in re.split(r"[\s:/,;=@]+", value)): return where, "a value that looks like a key or token"
     return None
 
 # %% ../nbs/00_core.ipynb #6ac45558
@@ -314,11 +346,18 @@ class Sample:
         return {"id": self.id, "image": None if self.image is None else self.image.canonical(), "domain": self.domain, "meta": self.meta}
 
 # %% ../nbs/00_core.ipynb #bc7b160a
+MAX_ERROR_CHARS = 2_000  # an error message quoting a data file's field is cut to this many characters
+
+def excerpt(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    "`text` cut to `limit` characters, saying how many were left out (a 200 MB field must not become a 200 MB message)."
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters not shown)"
+
 def read_jsonl(path: str | Path) -> list[dict]:
     "The objects of a JSON Lines file; errors name the file and line."
     path, out = Path(path), []
     if not path.exists(): raise FileNotFoundError(f"{path} does not exist")
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    for n, line in enumerate(read_input_text(path).splitlines(), 1):
         if not line.strip(): continue
         try: obj = json.loads(line)
         except json.JSONDecodeError as e: raise ValueError(f"{path}:{n}: not valid JSON ({e.msg})") from e

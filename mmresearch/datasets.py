@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import csv
 import functools
-import gzip
 import hashlib
 import importlib.util
+import io
 import json
 import os
 import random
@@ -18,15 +18,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Iterator
 
-from .core import ImageDecodeError, ImageRef, Sample, stable_hash
+from .core import ImageDecodeError, ImageRef, Sample, excerpt, stable_hash
+from .inputs import OutsideRootError, confine, file_sha256, list_input, read_input_text
 
 # %% auto #0
 __all__ = ['HALLUCINATION_TYPES', 'VERIFY_MODES', 'COCO_CLASSES', 'COCO_SYNONYMS', 'COCO_COLOUR_WORDS', 'EASYVQA_SHAPES',
            'EASYVQA_COLORS', 'EASYVQA_SUPPORTS', 'PHOTOS_SUPPORTS', 'HALEVAL_TYPE_NAMES', 'POPE_SPLITS',
-           'IMAGE_SUFFIXES', 'DATASETS', 'DataFormatError', 'RowError', 'LoadStats', 'file_sha256', 'dataset_hash',
-           'Dataset', 'coco_vocab', 'coco_mentions', 'easyvqa_facts', 'load_easyvqa', 'photos_json', 'load_photos',
-           'json_records', 'read_json_records', 'load_haleval', 'pope_object', 'pope_split_from_name', 'load_pope',
-           'load_coco', 'load_image_folder', 'register_dataset', 'load_dataset', 'show_samples', 'load_in_domain',
+           'IMAGE_SUFFIXES', 'DATASETS', 'DataFormatError', 'RowError', 'LoadStats', 'dataset_hash', 'Dataset',
+           'coco_vocab', 'coco_mentions', 'easyvqa_facts', 'load_easyvqa', 'photos_json', 'load_photos', 'json_records',
+           'read_json_records', 'load_haleval', 'pope_object', 'pope_split_from_name', 'load_pope', 'load_coco',
+           'load_image_folder', 'register_dataset', 'load_dataset', 'show_samples', 'load_in_domain',
            'load_easyvqa_domain', 'load_photos_domain', 'load_domain']
 
 # %% ../nbs/04_datasets.ipynb #1bce34ad
@@ -34,10 +35,12 @@ HALLUCINATION_TYPES = ("object", "attribute", "relation", "event")
 
 # %% ../nbs/04_datasets.ipynb #a93a2ee3
 class DataFormatError(ValueError):
-    "A dataset file or one of its rows is malformed; the message names the file and the row."
+    "A dataset file or one of its rows is malformed; the message names the file and the row (cut to `core.MAX_ERROR_CHARS`)."
+    def __init__(self, message: str): super().__init__(excerpt(message))
 
 class RowError(Exception):
     "Raised inside a loader for one bad row; the loader adds the file and row and decides whether to skip it."
+    def __init__(self, message: str): super().__init__(excerpt(message))
 
 @dataclass
 class LoadStats:
@@ -61,12 +64,6 @@ class LoadStats:
         self.dropped.append(f"{self.source}: {row}: {message}")
 
 # %% ../nbs/04_datasets.ipynb #6e0633a1
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""): h.update(block)
-    return h.hexdigest()
-
 def dataset_hash(*paths: str | Path) -> str:
     "SHA-256 of the files' bytes: a single file's own hash, else a hash over each file's name and hash (folders walked)."
     files: list[tuple[str, Path]] = []
@@ -107,11 +104,16 @@ class Dataset:
 # %% ../nbs/04_datasets.ipynb #c4e2eb8d
 VERIFY_MODES = ("none", "exists", "decode")
 
-def _image_for_row(path: Path, verify: str) -> ImageRef:
-    "An `ImageRef` for `path`, checked as `verify` says; problems raise `RowError` naming the image."
+def _image_for_row(path: str | Path, # the image as the data file names it: relative to `root`, or absolute
+                   root: Path, # the data folder the image must lie in
+                   verify: str) -> ImageRef: # "none", "exists" or "decode"
+    "An `ImageRef` for `path`, confined to `root` and checked as `verify` says; problems raise `RowError` naming the image."
     if verify not in VERIFY_MODES: raise ValueError(f"verify must be one of {VERIFY_MODES}, got {verify!r}")
-    ref = ImageRef(path)
-    if verify in ("exists", "decode") and not path.is_file(): raise RowError(f"image file not found: {path}")
+    try: real = confine(path, root)
+    except OutsideRootError as e: raise RowError(str(e)) from None
+    shown = Path(root)/path
+    ref = ImageRef(real, name=str(shown), root=root)
+    if verify in ("exists", "decode") and not real.is_file(): raise RowError(f"image file not found: {shown}")
     if verify == "decode":
         try: ref.load()
         except ImageDecodeError as e: raise RowError(str(e)) from e
@@ -308,7 +310,7 @@ def load_easyvqa(split: str = "test", # "train" (4,000 images) or "test" (1,000)
     if split not in ("train", "test"): raise ValueError(f"easy-VQA split must be 'train' or 'test', got {split!r}")
     root = _easyvqa_dir()/split
     qfile = root/"questions.json"
-    rows = json.loads(qfile.read_text())
+    rows = json.loads(read_input_text(qfile))
     stats = LoadStats(str(qfile))
     by_img: dict[int, list] = {}
     for q, a, img in rows: by_img.setdefault(img, []).append({"question": q, "answer": a})
@@ -331,7 +333,7 @@ def load_easyvqa(split: str = "test", # "train" (4,000 images) or "test" (1,000)
                     "attribute": _hallucination(f"A {other_color} {shape} on a light background.", other_color, f"the {shape} is {color}")},
                 "objects": [shape], "questions": by_img[img],
                 "source": f"easy_vqa 1.0, {split} split, image {img}", "license": "MIT (easy-VQA, Victor Zhou)"}
-        samples.append(Sample(f"easyvqa-{split}-{img}", ImageRef(root/"images"/f"{img}.png"), "easyvqa", meta))
+        samples.append(Sample(f"easyvqa-{split}-{img}", ImageRef(root/"images"/f"{img}.png", root=root), "easyvqa", meta))
     stats.loaded = len(samples)
     files = [qfile] + ([root/"images"] if hash_images else [])
     return Dataset("easyvqa", "easyvqa", samples, dataset_hash(*files), [str(f) for f in files], stats,
@@ -360,7 +362,7 @@ def load_photos(annotations: str | Path | None = None, # photos.json (default: t
                 ) -> Dataset:
     "The hand-annotated real photographs shipped inside scikit-image, scikit-learn and matplotlib."
     path = Path(annotations) if annotations else photos_json()
-    doc = json.loads(path.read_text())
+    doc = json.loads(read_input_text(path))
     stats, samples, files = LoadStats(str(path)), [], [path]
     for i, rec in enumerate(doc.get("images", [])):
         stats.rows += 1
@@ -387,14 +389,11 @@ def load_photos(annotations: str | Path | None = None, # photos.json (default: t
                    {"annotations": str(path)})
 
 # %% ../nbs/04_datasets.ipynb #c227236c
-def _open_text(path: Path):
-    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
-
 def json_records(path: str | Path # a JSON array of objects or JSON lines, optionally gzipped (.gz)
                 ) -> list[tuple[str, Any]]:
     "(where, record) for every record, in file order; a line that is not a JSON object gives a `RowError` as its record."
     path = Path(path)
-    with _open_text(path) as f: text = f.read()
+    text = read_input_text(path)
     if text.lstrip().startswith("["):
         try: data = json.loads(text)
         except json.JSONDecodeError as e: raise DataFormatError(f"{path}: not valid JSON: {e}") from e
@@ -424,9 +423,8 @@ HALEVAL_TYPE_NAMES = {"objective hallucination": "object", "object hallucination
                       **{t: t for t in HALLUCINATION_TYPES}}
 
 def _read_json(path: Path) -> Any:
-    try: return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError: raise
-    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise DataFormatError(f"{path}: not valid JSON: {e}") from e
+    try: return json.loads(read_input_text(path))
+    except json.JSONDecodeError as e: raise DataFormatError(f"{path}: not valid JSON: {e}") from e
 
 def _image_paths(images: list[str], # the image paths as a file records them
                  root: Path | None, # the image root given by the user, or None
@@ -466,8 +464,10 @@ def load_haleval(path: str | Path, # a Hal-Eval evaluation JSON file (a list of 
             if not images[i]: raise RowError("missing 'image' (or 'image_path')")
             cap = rec.get("caption")
             if not isinstance(cap, str) or not cap.strip(): raise RowError("missing or empty 'caption'")
-            hals = rec.get("hal_caption", [])
-            if not isinstance(hals, list): raise RowError("'hal_caption' must be a list")
+            hals = rec.get("hal_caption")
+            if not isinstance(hals, list) or not hals:
+                raise RowError("no 'hal_caption' list: the record has no hallucinated caption to ask about" if hals in (None, [])
+                               else f"'hal_caption' must be a list, got {type(hals).__name__}")
             hal, empty = {}, []
             for j, h in enumerate(hals):
                 t = HALEVAL_TYPE_NAMES.get(str(h.get("type", "")).strip().lower()) if isinstance(h, dict) else None
@@ -479,10 +479,10 @@ def load_haleval(path: str | Path, # a Hal-Eval evaluation JSON file (a list of 
             base = str(key) if key is not None else Path(images[i]).stem
             sid, n = base, 1
             while sid in first: n += 1; sid = f"{base}#{n}"
-            ref = _image_for_row(where_img[i], verify)
+            ref = _image_for_row(where_img[i], root or path.parent, verify)
         except RowError as e:
             msg = str(e)
-            if "image file not found" in msg and PurePosixPath(images[i]).is_absolute() and root is None:
+            if PurePosixPath(images[i]).is_absolute() and root is None:
                 msg += " (the file records absolute image paths: pass image_root to move them to your image folder)"
             stats.fail(f"item [{i}]", msg, lenient); continue
         for j, t, c in empty: stats.drop(f"item [{i}] ({sid})", f"hal_caption[{j}] ({t}) has no caption ({c!r}); the record's other captions are kept")
@@ -538,7 +538,7 @@ def load_pope(path: str | Path, # a POPE question file: JSON lines or a JSON arr
             if not isinstance(rec["text"], str) or not rec["text"].strip(): raise RowError(f"text must be a question, got {rec['text']!r}")
             if rec["question_id"] in seen_q: raise RowError(f"duplicate question_id {rec['question_id']!r}")
             img = str(rec["image"])
-            if img not in refs: refs[img] = _image_for_row(root/img, verify)
+            if img not in refs: refs[img] = _image_for_row(img, root, verify)
         except RowError as e:
             stats.fail(where, str(e), lenient); continue
         seen_q.add(rec["question_id"])
@@ -596,7 +596,7 @@ def load_coco(captions: str | Path, # COCO captions_*.json
         stats.skipped += ist.skipped; stats.problems += ist.problems
     samples = []
     for img_id, caps in refs.items():
-        try: ref = _image_for_row(root/images[img_id], verify)
+        try: ref = _image_for_row(images[img_id], root, verify)
         except RowError as e:
             stats.fail(f"image {img_id}", str(e), lenient); continue
         ref_objs = sorted({c for cap in caps for _, c in coco_mentions(cap)})
@@ -624,19 +624,17 @@ def load_image_folder(root: str | Path, # the folder of images
     if captions is not None:
         csv_path = captions if Path(captions).is_absolute() else root/captions
         csv_path = Path(csv_path); stats = LoadStats(str(csv_path))
-        with open(csv_path, newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            if not reader.fieldnames or not {"file_name", "caption"} <= set(reader.fieldnames):
-                raise DataFormatError(f"{csv_path}: line 1: header must include 'file_name' and 'caption', got {reader.fieldnames}")
-            rows = [(f"line {reader.line_num}", r) for r in reader]
+        reader = csv.DictReader(io.StringIO(read_input_text(csv_path), newline=""))
+        if not reader.fieldnames or not {"file_name", "caption"} <= set(reader.fieldnames):
+            raise DataFormatError(f"{csv_path}: line 1: header must include 'file_name' and 'caption', got {reader.fieldnames}")
+        rows = [(f"line {reader.line_num}", r) for r in reader]
         files = [csv_path]
     else:
         stats = LoadStats(str(root))
-        imgs = sorted(p for p in root.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
-        rows = []
-        for p in imgs:
-            txt = p.with_suffix(".txt")
-            rows.append((p.name, {"file_name": p.name, "caption": txt.read_text(encoding="utf-8").strip() if txt.is_file() else ""}))
+        here = list_input(root)
+        names = {p.name for p in here}
+        rows = [(p.name, {"file_name": p.name, "caption": read_input_text(p.with_suffix(".txt")).strip() if f"{p.stem}.txt" in names else ""})
+                for p in here if p.suffix.lower() in IMAGE_SUFFIXES]
         files = [root]
     for label, r in rows:
         stats.rows += 1
@@ -646,7 +644,7 @@ def load_image_folder(root: str | Path, # the folder of images
             if not cap: raise RowError(f"no caption for {name}")
             sid = (r.get("id") or "").strip() or Path(name).stem
             if sid in seen: raise RowError(f"duplicate sample id {sid!r}")
-            ref = _image_for_row(root/name, verify)
+            ref = _image_for_row(name, root, verify)
         except RowError as e:
             stats.fail(label, str(e), lenient); continue
         seen.add(sid)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from .cache import CachedModel
 from .core import Request, Sample, read_jsonl, stable_hash, user
+from .inputs import read_input_text
 from .metrics import N_BOOT, metrics_by, probability_report, wide_table
 from .generation import yes_probabilities
 from .parsing import answer_columns, read_rows
@@ -162,7 +163,7 @@ def _object_vocab(vocab: str): # "coco" or a JSON file of {class: [synonyms]}
     if vocab == "coco":
         from mmresearch.datasets import coco_vocab
         return coco_vocab()
-    try: spec = json.loads(Path(vocab).read_text(encoding="utf-8"))
+    try: spec = json.loads(read_input_text(vocab))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"vocabulary file {vocab}: not a readable JSON file of {{class: [synonyms]}} ({e}); "
                          "a synonyms.txt in the CHAIR tool's format needs matching='tool'") from e
@@ -174,7 +175,7 @@ def _chair_input(rows) -> tuple[list[dict], dict | None]:
     "The rows of a chair input and, for a CHAIR tool output file, its own CHAIRs / CHAIRi and which tool variant wrote it."
     if not isinstance(rows, (str, Path)): return list(rows), None
     import json
-    try: doc = json.loads(Path(rows).read_text(encoding="utf-8"))
+    try: doc = json.loads(read_input_text(rows))
     except (json.JSONDecodeError, UnicodeDecodeError): doc = None
     if isinstance(doc, dict) and "sentences" in doc:   # by content: several papers publish the tool's output as .jsonl
         from mmresearch.chair_tool import chair_output_variant, read_chair_output

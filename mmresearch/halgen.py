@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
 import json
 import math
 import random
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from .cache import CachedModel
 from .afha import SFT_QUESTIONS, image_name, sft_conversation
 from .core import Message, Request, Sample, stable_hash, user
+from .inputs import read_input_text
 from .parsing import final_yes_no
 from .metrics import N_BOOT, ObjectVocab, bleu4, chair, correlation_table, mean_ci, ratio_ci, rouge_l, wide_table
 from .claims import extract_claims, judge as scene_judge
@@ -545,7 +547,7 @@ def agreement_table(rows: pd.DataFrame,
 def load_human_labels(path: str | Path) -> pd.DataFrame:
     "Human labels from a CSV: sample_id, hallucinated (0/1), optional n_hallucinations, optional key columns."
     path = Path(path)
-    with open(path, newline="") as f: recs = list(csv.DictReader(f))
+    recs = list(csv.DictReader(io.StringIO(read_input_text(path), newline="")))
     fields = set(recs[0]) if recs else set()
     for need in ("sample_id", "hallucinated"):
         if need not in fields: raise ValueError(f"{path.name}: missing column {need!r} (has {sorted(fields)})")

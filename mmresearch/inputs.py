@@ -20,7 +20,7 @@ __all__ = ['EXTRA_ROOTS_ENV', 'OutsideRootError', 'extra_roots', 'confine', 'Inp
            'close_ledger', 'read_input_hashed', 'read_input', 'file_sha256', 'decompress_if_gz', 'utf8_text',
            'read_input_text', 'list_input', 'record_folder', 'ledger_changes']
 
-# %% ../nbs/00b_inputs.ipynb #d281f1ae
+# %% ../nbs/00b_inputs.ipynb #3fab7212
 EXTRA_ROOTS_ENV = "MMRESEARCH_EXTRA_ROOTS"  # JSON list of the folders a params file names under `extra_roots:`
 _LEDGER = None  # the `InputLedger` of the run open in this process (`open_ledger`), or None
 
@@ -49,7 +49,8 @@ def confine(path: str | Path, # a path as a data file gives it: relative to `roo
     roots = [Path(os.path.realpath(root)), *(Path(os.path.realpath(r)) for r in extra_roots())]
     if any(_inside(real, r) for r in roots): return real
     extra = f" or the extra roots {', '.join(map(str, roots[1:]))}" if len(roots) > 1 else ""
-    raise OutsideRootError(f"{what}{str(path)[:300]} resolves to {str(real)[:300]}, outside the data folder {roots[0]}{extra}; "
+    shown = str(path)[:300] + (f" resolves to {str(real)[:300]}," if str(real) != str(path) else ",")
+    raise OutsideRootError(f"{what}{shown} outside the data folder {roots[0]}{extra}; "
                            f"a record may not point outside its data (name the folder under extra_roots: in the params file to allow it)")
 
 # %% ../nbs/00b_inputs.ipynb #ccc8a1e0

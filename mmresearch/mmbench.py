@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import io
 import json
 import re
 import string
@@ -20,6 +21,8 @@ import pandas as pd
 
 from .cache import CachedModel
 from .core import ImageRef, Request, Response, stable_hash, user
+from .datasets import DataFormatError
+from .inputs import read_input, read_input_text
 from .parsing import final_answer
 from .metrics import N_BOOT, cluster_bootstrap_sums, mcnemar, mean_ci, percentile_ci
 from .registry import paired_items, scorer
@@ -113,8 +116,8 @@ def template_hash(template: str) -> str:
     return stable_hash(template, 16)
 
 # %% ../nbs/14_mmbench.ipynb #d0fab546
-class MMBenchFormatError(ValueError):
-    "An MMBench file or predictions file is malformed; the message names the file and the row."
+class MMBenchFormatError(DataFormatError):
+    "An MMBench file or predictions file is malformed; the message names the file and the row (cut to `core.MAX_ERROR_CHARS`)."
 
 @dataclass
 class TSVLoad:
@@ -156,7 +159,7 @@ def load_mmbench_tsv(path: str | Path, # an MMBench TSV (real format, base64 ima
                      lenient: bool = False) -> TSVLoad: # skip and record malformed rows instead of raising
     "MCItems from an MMBench TSV: image references resolved, empty options dropped, circular copies checked and kept apart."
     path = Path(path)
-    try: df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, na_filter=False)
+    try: df = pd.read_csv(io.BytesIO(read_input(path)), sep="\t", dtype=str, keep_default_na=False, na_filter=False)
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
         raise MMBenchFormatError(f"{path}: cannot read as an MMBench TSV: {e}") from e
     missing = [c for c in REQUIRED_TSV_COLUMNS if c not in df.columns]
@@ -540,7 +543,7 @@ def _blank(v: Any) -> bool:
 
 def _read_jsonl(path: Path) -> list[dict]:
     "Row dicts of a JSONL file, each with its line number as `_line`."
-    try: lines = path.read_text(encoding="utf-8").splitlines()
+    try: lines = read_input_text(path).splitlines()
     except (OSError, UnicodeDecodeError) as e: raise MMBenchFormatError(f"{path}: cannot read predictions: {e}") from e
     rows = []
     for n, line in enumerate(lines, start=1):
@@ -556,7 +559,7 @@ def _read_jsonl(path: Path) -> list[dict]:
 def _read_table(path: Path) -> list[dict]:
     "Row dicts of an xlsx / TSV / CSV file (every cell as text, `image` left out), each with its data row as `_row`."
     read = {".xlsx": pd.read_excel, ".tsv": partial(pd.read_csv, sep="\t"), ".csv": pd.read_csv}[path.suffix.lower()]
-    try: df = read(path, dtype=str, keep_default_na=False, na_values=[], usecols=lambda c: c != "image")
+    try: df = read(io.BytesIO(read_input(path)), dtype=str, keep_default_na=False, na_values=[], usecols=lambda c: c != "image")
     except (OSError, ValueError, ImportError, UnicodeDecodeError, pd.errors.ParserError) as e:
         raise MMBenchFormatError(f"{path}: cannot read as a {path.suffix} predictions table: {e}") from e
     return [{**r, "_row": n} for n, r in enumerate(df.to_dict("records"), start=1)]
@@ -576,7 +579,7 @@ def _as_index(v: Any) -> int:
 def read_questions(path: str | Path) -> dict[int, dict]:
     "MMBench question TSV rows by index (text columns only; images are not read), for joining with answers."
     path = Path(path)
-    try: df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, na_values=[], usecols=lambda c: c != "image")
+    try: df = pd.read_csv(io.BytesIO(read_input(path)), sep="\t", dtype=str, keep_default_na=False, na_values=[], usecols=lambda c: c != "image")
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as e:
         raise MMBenchFormatError(f"{path}: cannot read as an MMBench question TSV: {e}") from e
     missing = [c for c in ("index", "question", "answer", "A", "B") if c not in df.columns]

@@ -15,6 +15,7 @@ import pandas as pd
 
 from .core import Request, Response, Sample, user
 from .datasets import DataFormatError, Dataset, LoadStats, dataset_hash
+from .inputs import read_input
 from .mmbench import (LETTERS, ROTATION_OFFSET, MCItem, TSVLoad, circular_passes, load_mmbench_tsv, mc_prompt,
                                 template_hash)
 from .registry import domain
@@ -93,9 +94,9 @@ _TABLE_KINDS = (
     ({"file_name", "caption"}, "a captions.csv of an image folder"),
 )
 
-def _first_record(path: Path):
-    "The first JSON record of a file (an array's first element, an object, or the first JSON line), or None."
-    text = path.read_text(encoding="utf-8", errors="replace").lstrip()
+def _first_record(data: bytes):
+    "The first JSON record of a file's bytes (an array's first element, an object, or the first JSON line), or None."
+    text = data.decode("utf-8", errors="replace").lstrip()
     try: doc = json.loads(text)
     except json.JSONDecodeError:
         try: doc = json.loads(text.splitlines()[0]) if text else None
@@ -107,14 +108,15 @@ def what_file_is(path: str | Path) -> str:
     "What a data file looks like: a benchmark file this suite knows, or a plain description of what it is."
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f"{path}: no such file")
-    head = path.open("rb").read(8)
+    data = read_input(path)
+    head = data[:8]
     if head.startswith((b"\x89PNG", b"\xff\xd8")): return "an image"
     if head.startswith(b"PK"): return "a zip archive (an .xlsx predictions table or a zipped folder)"
     if head.lstrip()[:1] in (b"[", b"{"):
-        rec = _first_record(path)
+        rec = _first_record(data)
         if rec is None: return "a JSON file this suite does not know"
         return next((what for keys, what in _JSON_KINDS if keys <= set(rec)), f"a JSON file with fields {sorted(rec)[:8]}")
-    with path.open(encoding="utf-8", errors="replace") as f: header = f.readline().rstrip("\r\n")
+    header = data.decode("utf-8", errors="replace").split("\n", 1)[0].rstrip("\r\n")
     cols = set(header.split("\t")) if "\t" in header else set(header.split(","))
     return next((what for keys, what in _TABLE_KINDS if keys <= cols), f"a text file whose first line is {header[:80]!r}")
 
@@ -142,8 +144,7 @@ def load_mmbench_tsv_domain(n: int | None = None, # keep the first n items of th
     stats = LoadStats(str(path), rows=load.n_rows, loaded=len(samples), skipped=len(load.skipped),
                       problems=[f"{path}: data row {s['row']}: {s['reason']}" for s in load.skipped])
     sha = dataset_hash(path)
-    params = {"n": n, "items_found": len(load.items), "items": len(items), "passes": len(passes), **how,
-              "file_sha256": {str(path): sha}}   # a sweep re-checks it before reusing the run
+    params = {"n": n, "items_found": len(load.items), "items": len(items), "passes": len(passes), **how}
     return Dataset(path.stem, "mmbench_tsv", samples, sha, [str(path)], stats, (), params)
 
 def passes_of(dataset: Dataset) -> list[MCItem]:

@@ -17,6 +17,7 @@ import pandas as pd
 from .cache import CachedModel
 from .core import Request, Sample, stable_hash, user
 from .datasets import pope_split_from_name, read_json_records
+from .inputs import list_input
 from .metrics import N_BOOT, metrics_by, probability_report, wide_table
 from .generation import yes_probabilities
 from .parsing import PARSERS, answer_columns
@@ -26,9 +27,10 @@ from .repope import load_repope, relabel, relabel_counts, repope_difference
 from .scenes import Scene
 
 # %% auto #0
-__all__ = ['QUESTION_TEMPLATE', 'SPLITS', 'ITEM_COLUMNS', 'DEFAULT_POLICY', 'pope_question', 'sample_objects', 'object_stats',
-           'keyed_rng', 'sample_negatives', 'pope_items', 'file_items', 'run_pope', 'pope_metrics', 'pope_wide',
-           'pope_probability_metrics', 'write_pope_questions', 'repope_result', 'score_pope']
+__all__ = ['QUESTION_TEMPLATE', 'SPLITS', 'ITEM_COLUMNS', 'DEFAULT_POLICY', 'POPE_FILE_PATTERNS', 'pope_question',
+           'sample_objects', 'object_stats', 'keyed_rng', 'sample_negatives', 'pope_items', 'file_items', 'run_pope',
+           'pope_metrics', 'pope_wide', 'pope_probability_metrics', 'write_pope_questions', 'repope_result',
+           'score_pope']
 
 # %% ../nbs/13_pope.ipynb #ac1a5a07
 QUESTION_TEMPLATE = "Is there {article} {object} in the image?"
@@ -247,10 +249,12 @@ def _rows(source, what: str) -> list[tuple[str, dict]]:
         out.append((f"{what} row {i}", obj))
     return out
 
+POPE_FILE_PATTERNS = ("*.json", "*.jsonl", "*.json.gz", "*.jsonl.gz")  # the question and label files a folder may hold
+
 def _label_sets(labels) -> list[tuple[str | None, list[tuple[str, dict]]]]:
     "(split named by the file name, records) for one labels file, each file of a labels folder, or rows already read."
     if isinstance(labels, (str, Path)) and Path(labels).is_dir():
-        files = sorted(p for p in Path(labels).iterdir() if p.name.endswith((".json", ".jsonl", ".json.gz", ".jsonl.gz")))
+        files = list_input(labels, POPE_FILE_PATTERNS)
         if not files: raise FileNotFoundError(f"labels folder {labels} holds no .json or .jsonl files")
         return [(pope_split_from_name(f), _rows(f, "labels")) for f in files]
     return [(pope_split_from_name(labels) if isinstance(labels, (str, Path)) else None, _rows(labels, "labels"))]

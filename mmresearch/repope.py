@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .datasets import POPE_SPLITS, pope_object, read_json_records
+from .inputs import list_input
 from .metrics import (N_BOOT, N_CODES, binary_codes, cluster_bootstrap_sums, cluster_index, cluster_totals,
                                 metrics_from_counts, percentile_ci)
 
@@ -20,9 +21,9 @@ __all__ = ['REPOPE_STATUS', 'REPOPE_METRICS', 'load_repope', 'relabel', 'relabel
 # %% ../nbs/13b_repope.ipynb #e02e882f
 REPOPE_STATUS = ("same", "yes_to_no", "no_to_yes", "dropped", "not_in_repope")   # what RePOPE did to an asked question
 
-def _split_file(folder: Path, stem: str) -> Path | None:
-    "The file of `stem` in the folder (.json, .jsonl, optionally .gz), or None."
-    found = [folder/f"{stem}{ext}" for ext in (".json", ".jsonl", ".json.gz", ".jsonl.gz") if (folder/f"{stem}{ext}").exists()]
+def _split_file(files: list[Path], stem: str) -> Path | None:
+    "The file of `stem` among a folder's `files` (.json, .jsonl, optionally .gz), or None."
+    found = [f for ext in (".json", ".jsonl", ".json.gz", ".jsonl.gz") for f in files if f.name == f"{stem}{ext}"]
     return found[0] if found else None
 
 def _labels_by_question(path: Path) -> dict[tuple[str, str], str]:
@@ -41,10 +42,14 @@ def load_repope(folder: str | Path # RePOPE's `annotations/` folder: coco_repope
                ) -> dict[str, dict[tuple[str, str], str | None]]:
     "split -> (image, object) -> RePOPE's label, or None where RePOPE dropped the question."
     folder = Path(folder)
-    if not folder.is_dir(): raise NotADirectoryError(f"RePOPE labels {folder}: expected RePOPE's annotations folder")
+    if not folder.is_dir():
+        raise (ValueError if folder.exists() else FileNotFoundError)(
+            f"RePOPE labels {folder} {'is a file, not a folder' if folder.exists() else 'does not exist'}: "
+            f"give RePOPE's annotations/ folder (coco_repope_<split>.json beside coco_pope_<split>.json)")
+    files = list_input(folder, ("coco_pope_*", "coco_repope_*"))
     out = {}
     for split in POPE_SPLITS:
-        old, new = _split_file(folder, f"coco_pope_{split}"), _split_file(folder, f"coco_repope_{split}")
+        old, new = _split_file(files, f"coco_pope_{split}"), _split_file(files, f"coco_repope_{split}")
         if old is None and new is None: continue
         if old is None or new is None:
             raise FileNotFoundError(f"RePOPE labels {folder}: {(new or old).name} needs {'coco_pope' if old is None else 'coco_repope'}_{split}.json beside it")

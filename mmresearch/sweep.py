@@ -27,7 +27,7 @@ import nbformat
 import yaml
 
 from .cache import ResponseCache, project_root
-from .core import canonical_json, looks_like_token, redact, secret_values, stable_hash, url_credential
+from .core import canonical_json, credential_in, looks_like_token, redact, secret_values, stable_hash
 from .inputs import EXTRA_ROOTS_ENV, ledger_changes
 from .report import (MANIFEST, SWEEP_FILE, generic_summary_path, read_manifest, read_sweep, render_index,
                                render_run, render_summary, run_report_notebook, write_json, write_text_atomic)
@@ -118,11 +118,10 @@ def _check_params(where: str, params: Any, spec_path: Path, nb_params: dict, not
             if str(k).endswith("_env") and isinstance(x, str) and (looks_like_token(x) or x in dict(secret_values())):
                 raise ValueError(f"{spec_path}: {where}.{k} must be the NAME of an environment variable, but the value given looks "
                                  f"like a key or token itself (not shown here); put the key in a variable and give its name, e.g. OPENAI_API_KEY")
-            where_url = next((c for c in map(url_credential, x if isinstance(x, list) else [x]) if c), None)
-            if where_url:
-                raise ValueError(f"{spec_path}: {where}.{k} is a URL with a credential in it ({where_url}; its value is not shown "
-                                 f"here); keys are never parameters (papermill writes them into the notebook, the run folder's name "
-                                 f"and the reports): put the key in an environment variable and name it with api_key_env")
+            if (found := credential_in(x)) is not None:
+                raise ValueError(f"{spec_path}: {where}.{k}{found[0]} is {found[1]} (its value is not shown here); keys are never "
+                                 f"parameters (papermill writes them into the notebook, the run folder's name and the reports): "
+                                 f"put the key in an environment variable and name it with api_key_env")
             types = param_types(nb_params[k])
             if types is not None and not _type_ok(x, types):
                 shown = repr(x) if len(repr(x)) <= 60 else repr(x)[:57] + "..."
@@ -185,6 +184,9 @@ def load_params(path: str | Path) -> SweepSpec:
     if not isinstance(raw, dict): raise ValueError(f"{path}: expected a mapping with at least `notebook:`, got {type(raw).__name__}")
     unknown = [k for k in raw if k not in SPEC_KEYS]
     if unknown: raise ValueError(f"{path}: unknown key {unknown[0]!r}; allowed keys: {', '.join(SPEC_KEYS)}")
+    if (found := credential_in({k: v for k, v in raw.items() if k not in ("fixed", "grid", "cells")})) is not None:
+        raise ValueError(f"{path}: {found[0].lstrip('.')} is {found[1]} (its value is not shown here); a params file never "
+                         f"holds a key: put it in an environment variable and name it with api_key_env")
     root = project_root(path.parent) or path.parent
     if not isinstance(raw.get("notebook"), str): raise ValueError(f"{path}: `notebook` must name the experiment notebook, got {raw.get('notebook')!r}")
     nb = _resolve(root, raw["notebook"])

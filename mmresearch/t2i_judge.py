@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import functools
 import importlib
+import io
 import itertools
 import json
 import math
@@ -26,6 +27,7 @@ from .cache import CachedModel, ResponseCache, cache_key
 from .core import ImageRef, Message, Request, Response, Sample, stable_hash, user
 from .parsing import final_answer
 from .datasets import IMAGE_SUFFIXES, DataFormatError
+from .inputs import OutsideRootError, confine, read_input_text
 from .metrics import N_BOOT, auroc, correlation, mean_ci
 from .rendering import render
 from .scenes import (CATEGORIES, COLORS, NUMBER_WORDS, OPPOSITE_OF, RELATION_PHRASE, SIZES, TEXTURES, Event,
@@ -195,15 +197,14 @@ def load_prompts(path: str | Path # a .csv, a .jsonl / .json-lines file, or a T2
     if path.suffix.lower() == ".txt":   # T2I-CompBench: the category from the file name, the id from the line number
         category = compbench_category(path)
         rows = [(f"line {i}", {"id": f"{path.stem}-{i}", "prompt": line, "category": category})
-                for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
+                for i, line in enumerate(read_input_text(path).splitlines(), 1) if line.strip()]
     elif path.suffix.lower() == ".csv":
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            if not reader.fieldnames or not {"prompt", "category"} <= set(reader.fieldnames):
-                raise DataFormatError(f"{path}: line 1: header must include 'prompt' and 'category', got {reader.fieldnames}")
-            rows = [(f"line {reader.line_num}", r) for r in reader]
+        reader = csv.DictReader(io.StringIO(read_input_text(path), newline=""))
+        if not reader.fieldnames or not {"prompt", "category"} <= set(reader.fieldnames):
+            raise DataFormatError(f"{path}: line 1: header must include 'prompt' and 'category', got {reader.fieldnames}")
+        rows = [(f"line {reader.line_num}", r) for r in reader]
     elif path.suffix.lower() in (".jsonl", ".ndjson"):
-        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for i, line in enumerate(read_input_text(path).splitlines(), 1):
             if not line.strip(): continue
             try: r = json.loads(line)
             except json.JSONDecodeError as e: raise DataFormatError(f"{path}: line {i}: not JSON: {e.msg}") from e
@@ -234,12 +235,13 @@ def folder_samples(prompts: str | Path | Sequence[T2IPrompt], # a prompts file, 
     if image_dir is None: raise ValueError("folder_samples: give image_dir when passing prompts already loaded")
     image_dir, out = Path(image_dir), []
     for p in prompts:
-        cands = [image_dir/p.image] if p.image else [image_dir/f"{p.id}{s}" for s in IMAGE_SUFFIXES]
+        try: cands = [confine(p.image, image_dir)] if p.image else [image_dir/f"{p.id}{s}" for s in IMAGE_SUFFIXES]
+        except OutsideRootError as e: raise DataFormatError(f"prompt {p.id!r}: field 'image': {e}") from None
         found = next((c for c in cands if c.is_file()), None)
         if found is None:
             raise FileNotFoundError(f"prompt {p.id!r}: no image found (looked for {', '.join(str(c) for c in cands[:3])}"
                                     f"{' ...' if len(cands) > 3 else ''})")
-        out.append(Sample(p.id, ImageRef(found), "generated", {"prompt": p.text, "category": p.category}))
+        out.append(Sample(p.id, ImageRef(found, root=image_dir), "generated", {"prompt": p.text, "category": p.category}))
     return out
 
 # %% ../nbs/15_t2i_judge.ipynb #2f69692a

@@ -114,8 +114,9 @@ def test_haleval_disc_sweep_asks_the_repository_wording_and_round_trips(tmp_path
         key = ["domain", "pair_type", "metric"]
         both = mine.merge(back, on=key, suffixes=("", "_scored"))
         assert len(both) == len(mine) and (both.value.round(9).fillna(-1) == both.value_scored.round(9).fillna(-1)).all()
-        manifest = json.loads((out/"manifest.json").read_text())["study"]["dataset"]
-        assert manifest["params"]["items_skipped"] == 0 and len(manifest["params"]["file_sha256"]) == 1
+        study = json.loads((out/"manifest.json").read_text())["study"]
+        read = {Path(f["path"]).name for f in study["inputs"]["files"]}
+        assert study["dataset"]["params"]["items_skipped"] == 0 and {"in_domain_evaluation.json", "out_of_domain_evaluation.json"} & read
 
 
 def test_haleval_gen_sweep_judged_by_an_openai_judge(tmp_path):

@@ -46,10 +46,10 @@ def test_out_of_domain_file_loads_as_published(ood_images):
 
 
 def test_absolute_paths_without_image_root():
-    with pytest.raises(DataFormatError, match=r"item \[0\]: image file not found: /hdd2/jcy/data/CC_SBU/image/007675839.jpg .*pass image_root"):
-        load_haleval(OOD)
-    ds = load_haleval(OOD, verify="none")
-    assert ds[0].image.source == Path("/hdd2/jcy/data/CC_SBU/image/007675839.jpg")
+    "The authors' absolute paths lie outside the file's folder: refused, naming the record and the path, with the way out."
+    for verify in ("exists", "none"):
+        with pytest.raises(DataFormatError, match=r"item \[0\]: /hdd2/jcy/data/CC_SBU/image/007675839.jpg, outside the data folder .*pass image_root"):
+            load_haleval(OOD, verify=verify)
 
 
 def test_in_domain_file_relative_paths(tmp_path):

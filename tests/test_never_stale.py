@@ -84,7 +84,7 @@ def test_a_judge_that_always_fails_fails_the_run(tmp_path):
 
 def test_a_benchmark_file_changed_in_place_is_never_served_a_stale_run(tmp_path):
     "Issue 21: the MMBench TSV a run read, one byte changed under the same path and params: the run is made again."
-    from mmresearch.datasets import file_sha256
+    from mmresearch.inputs import file_sha256
     from test_mmbench_official import TSV
     tsv = tmp_path/"data"/"MMBench_DEV_EN.tsv"; tsv.parent.mkdir(); shutil.copy(TSV, tsv)
     (tmp_path/"settings.ini").write_text("[DEFAULT]\n")
@@ -98,5 +98,5 @@ def test_a_benchmark_file_changed_in_place_is_never_served_a_stale_run(tmp_path)
     tsv.write_bytes(text[:at] + b"whICH"[:1] + text[at + 1:])                       # 'Which' -> 'which' in one question
     third = run_sweep(p, **kw)
     assert [r.status for r in third.runs] == ["ok"], third.describe()                 # not "skipped" with the old results
-    recorded = read_manifest(third.sweep_dir/third.runs[0].run)["study"]["dataset"]["params"]["file_sha256"]
-    assert recorded == {"data/MMBench_DEV_EN.tsv": file_sha256(tsv)}
+    recorded = read_manifest(third.sweep_dir/third.runs[0].run)["study"]["inputs"]["files"]
+    assert {(f["path"], f["sha256"]) for f in recorded} == {(str(tsv.resolve()), file_sha256(tsv))}
