@@ -28,6 +28,7 @@ from mmresearch.fakeserver import FakeChatServer, count_images, request_text
 from mmresearch.hallusionbench import LEADERBOARD, score_hallusionbench
 
 from test_benchmarks_real import picture, sweep   # one small distinct image per path; a sweep that must finish ok
+from test_one_door import audited, check   # kernels that log every file they open; each must be in the run's ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT/"tests"/"fixtures"/"hallusionbench"
@@ -169,3 +170,9 @@ def test_sweep_with_the_tiny_model_pairs_conditions_item_by_item(tmp_path):
     assert all(r.error.isna().all() for r in rows) and len(rows[0]) <= 30 and set(rows[0].set) == set(rows[1].set)
     page = (res.sweep_dir/"summary.html").read_text()
     assert "Paired tests" in page and "policy: exclude → negative" in page
+
+
+def test_every_file_the_run_opens_is_in_its_ledger(audited, tmp_path):
+    data = hb_folder(tmp_path/"HallusionBench")
+    check(*audited("hb_door", "hallusionbench.ipynb", {"domain": "hallusionbench", "data_dir": str(data), "model": "scripted:yes",
+                                                       "n_samples": 20, "n_boot": 20}, [data]))

@@ -21,6 +21,7 @@ from mmresearch.mme import HALLUCINATION, score_mme
 
 from test_benchmarks_real import picture, sweep   # one small distinct image per path; a sweep that must finish ok
 from test_hallusionbench_real import recorder   # a fake-server answer that records what was asked
+from test_one_door import audited, check   # kernels that log every file they open; each must be in the run's ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT/"tests"/"fixtures"/"mme"
@@ -84,8 +85,10 @@ def test_sweep_through_the_fake_server_asks_as_written_and_round_trips(tmp_path)
     mine = pd.read_csv(out/"metrics.csv").set_index(["category", "metric"]).value
     assert back.sort_index().round(9).equals(mine.sort_index().round(9))
     manifest = json.loads((out/"manifest.json").read_text())["study"]
-    assert manifest["dataset"]["params"]["items_skipped"] == 0 and len(manifest["dataset"]["params"]["file_sha256"]) == 120
-    assert {Path(f["path"]).parent.name for f in manifest["inputs"]["files"]} >= {"existence", "images", "questions_answers_YN"}
+    read = [Path(f["path"]) for f in manifest["inputs"]["files"]]
+    assert manifest["dataset"]["params"]["items_skipped"] == 0 and len(manifest["dataset"]["files"]) == 120
+    assert sum(p.suffix == ".txt" for p in read) == 120 and sum(p.suffix == ".jpg" for p in read) == 120   # every question file and image, in the ledger
+    assert {p.parent.name for p in read} >= {"existence", "images", "questions_answers_YN"}
 
 
 def test_sweep_with_the_tiny_model_pairs_conditions_item_by_item(tmp_path):
@@ -96,3 +99,9 @@ def test_sweep_with_the_tiny_model_pairs_conditions_item_by_item(tmp_path):
     assert all(r.error.isna().all() for r in rows) and len(rows[0]) <= 40 and (rows[0].groupby("pair").size() == 2).all()
     page = (res.sweep_dir/"summary.html").read_text()
     assert "Paired tests" in page and "parser: mme → final" in page
+
+
+def test_every_file_the_run_opens_is_in_its_ledger(audited, tmp_path):
+    data = mme_folder(tmp_path/"MME_Benchmark_release_version")
+    check(*audited("mme_door", "mme.ipynb", {"domain": "mme", "data_dir": str(data), "model": "scripted:yes", "n_samples": 20,
+                                             "n_boot": 20}, [data]))
