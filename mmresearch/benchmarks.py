@@ -9,7 +9,7 @@ import json
 import random
 from dataclasses import replace
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Hashable, Sequence
 
 from .core import ImageRef, Sample
 from .datasets import DataFormatError, Dataset, LoadStats, dataset_hash, load_coco, load_haleval
@@ -18,9 +18,10 @@ from .registry import domain, recognise, recognises
 
 # %% auto #0
 __all__ = ['HALEVAL_FILES', 'HALEVAL_IMAGES', 'AMBER_IMAGES', 'COCO_FILES', 'COCO_IMAGES', 'record_of', 'first_record',
-           'identify_file', 'expect_file', 'take', 'require_images', 'data_note', 'with_files', 'confined_image',
-           'find_file', 'load_haleval_benchmark', 'load_haleval_in_domain', 'load_haleval_out_of_domain',
-           'load_amber_benchmark', 'coco_files', 'coco_chair_truth', 'load_coco_benchmark']
+           'identify_file', 'expect_file', 'take', 'require_images', 'data_note', 'take_groups', 'with_files',
+           'confined_image', 'find_file', 'load_haleval_benchmark', 'load_haleval_in_domain',
+           'load_haleval_out_of_domain', 'load_amber_benchmark', 'coco_files', 'coco_chair_truth',
+           'load_coco_benchmark']
 
 # %% ../nbs/04b_benchmarks.ipynb #3ea9be84
 def record_of(text: str # a data file's text
@@ -69,7 +70,8 @@ def take(ds: Dataset, n: int | None, seed: int) -> Dataset:
     return replace(ds, samples=[ds.samples[i] for i in keep], params={**ds.params, "n": n, "seed": seed})
 
 def _image_path(s: Sample) -> Path | None:
-    return Path(s.image.source) if isinstance(s.image.source, (str, Path)) else None
+    "The file of the sample's image; None for an image held in memory or a question asked without one."
+    return Path(s.image.source) if s.image is not None and isinstance(s.image.source, (str, Path)) else None
 
 def require_images(ds: Dataset, # samples whose images are files
                    allow_missing: bool = False, # keep the samples whose images exist and name the rest, instead of raising
@@ -79,7 +81,7 @@ def require_images(ds: Dataset, # samples whose images are files
     missing = [s for s in ds if (p := _image_path(s)) is not None and not p.is_file()]
     skipped = sorted({str(_image_path(s)) for s in missing})
     if missing and not allow_missing:
-        raise FileNotFoundError(f"{len(skipped)} of {len({str(_image_path(s)) for s in ds})} images are missing under {where} "
+        raise FileNotFoundError(f"{len(skipped)} of {len({str(p) for s in ds if (p := _image_path(s)) is not None})} images are missing under {where} "
                                 f"({len(missing)} of {len(ds)} items): {', '.join(skipped[:show])}"
                                 f"{', ...' if len(skipped) > show else ''}; set allow_missing: true to run on the items present")
     gone = {id(s) for s in missing}
@@ -93,6 +95,28 @@ def data_note(ds: Dataset) -> str:
     p = ds.params
     return (f"{p['items_skipped']} items skipped: {p['images_missing']} images missing (first: "
             f"{', '.join(p['skipped_images'][:5])}); {p['items_found']} items run.")
+
+# %% ../nbs/04b_benchmarks.ipynb #d8c8a9ec
+def take_groups(ds: Dataset, # the samples, in file order
+                n: int | None, # at most this many samples; None: all
+                seed: int, # seeds the order the groups are drawn in
+                group: str | Callable[[Sample], Hashable]) -> Dataset: # a `meta` key, or a function, naming each sample's group
+    "At most `n` samples of `ds` made of whole groups (drawn with `seed`), kept in file order; no group is ever split."
+    if n is None or n >= len(ds): return ds
+    name = group if isinstance(group, str) else None
+    key = (lambda s: s.meta[name]) if name is not None else group
+    members: dict[Hashable, list[int]] = {}
+    for i, s in enumerate(ds): members.setdefault(key(s), []).append(i)
+    order = sorted(members, key=str)
+    random.Random(f"take_groups:{ds.name}:{seed}").shuffle(order)
+    keep, room = [], n
+    for g in order:
+        if len(members[g]) <= room: keep += members[g]; room -= len(members[g])
+        if room == 0: break
+    chosen = keep or members[order[0]]
+    groups = len({key(ds.samples[i]) for i in chosen})
+    return replace(ds, samples=[ds.samples[i] for i in sorted(chosen)],
+                   params={**ds.params, "n": n, "seed": seed, "groups": groups, "groups_total": len(members)})
 
 # %% ../nbs/04b_benchmarks.ipynb #edf5f0d4
 def with_files(ds: Dataset, files: Sequence[Path], **params) -> Dataset:

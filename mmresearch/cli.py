@@ -64,7 +64,7 @@ def cmd_score(kind: str, input: str, table: bool = False,
     for k in opts:
         if k not in accepted: raise ValueError(f"scorer {kind!r} does not take --{k}")
     if not Path(input).exists(): raise FileNotFoundError(f"predictions file {input} does not exist")
-    check_input(input)
+    if not (Path(input).is_dir() and getattr(scorer, "reads_folder", False)): check_input(input)   # a folder's files are checked as read
     from mmresearch.report import json_text
     result = scorer(input, **opts)
     print(json_text(result))  # strict JSON: a metric with no value (NaN) is null

@@ -140,9 +140,9 @@ class Message:
     def canonical(self) -> dict:
         return {"role": self.role, "content": [p if isinstance(p, str) else p.canonical() for p in self.content]}
 
-def user(*parts: Part) -> Message:
-    "A user message from text and image parts, in order."
-    return Message("user", parts)
+def user(*parts: Part | None) -> Message:
+    "A user message from text and image parts, in order; a `None` part (a sample without an image) is left out."
+    return Message("user", tuple(p for p in parts if p is not None))
 
 # %% ../nbs/00_core.ipynb #87c7eee1
 @dataclass(frozen=True)
@@ -338,11 +338,12 @@ def credential_in(value: Any, # a parameter's value: text, a number, or dicts an
 class Sample:
     "One evaluation item: id, image, domain, and study-specific fields in `meta`."
     id: str
-    image: ImageRef
+    image: ImageRef | None # None: the question is asked without a picture
     domain: str
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def canonical(self) -> dict: return {"id": self.id, "image": self.image.canonical(), "domain": self.domain, "meta": self.meta}
+    def canonical(self) -> dict:
+        return {"id": self.id, "image": None if self.image is None else self.image.canonical(), "domain": self.domain, "meta": self.meta}
 
 # %% ../nbs/00_core.ipynb #bc7b160a
 MAX_ERROR_CHARS = 2_000  # an error message quoting a data file's field is cut to this many characters

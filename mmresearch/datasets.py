@@ -688,8 +688,10 @@ def show_samples(samples: Iterable[Sample], # the samples to draw
     for ax in axes.flat: ax.axis("off")
     for ax, s in zip(axes.flat, samples):
         text = s.meta.get("caption", "") if caption == "caption" else s.meta["hallucinations"][caption]["caption"]
-        img = s.image.load()
-        ax.imshow(img, interpolation="nearest" if img.size[0] < 128 else "antialiased")
+        if s.image is None: ax.text(0.5, 0.5, "no image: asked as text", transform=ax.transAxes, ha="center", color="grey")
+        else:
+            img = s.image.load()
+            ax.imshow(img, interpolation="nearest" if img.size[0] < 128 else "antialiased")
         ax.set_title(f"{s.id} [{s.domain}]", fontsize=8)
         ax.text(0.5, -0.03, textwrap.fill(text, width), transform=ax.transAxes, ha="center", va="top", fontsize=7)
     if title: fig.suptitle(title)

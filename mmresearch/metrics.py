@@ -19,9 +19,9 @@ from scipy import special, stats
 __all__ = ['BINARY_METRICS', 'N_CODES', 'UNPARSED_RULES', 'N_BOOT', 'FEW_CLUSTERS', 'CORRELATIONS', 'MENTION_FOLLOWERS',
            'CHAIR_COLUMNS', 'yes_no_codes', 'binary_codes', 'ratio_parts', 'metrics_from_counts', 'binary_metrics',
            'bootstrap_indices', 'bootstrap_counts', 'percentile_ci', 'cluster_index', 'cluster_totals',
-           'cluster_bootstrap_sums', 'wilson_ci', 'cluster_ratio_ci', 'clusters_in_n', 'binary_report', 'metrics_by',
-           'wide_table', 'mcnemar', 'mcnemar_power', 'paired_sample_size', 'paired_mde', 'cluster_diff',
-           'compare_conditions', 'ratio_ci', 'mean_ci', 'correlation', 'correlation_table', 'auroc',
+           'cluster_bootstrap_sums', 'wilson_ci', 'cluster_ratio_ci', 'clusters_in_n', 'binary_report', 'unit_verdicts',
+           'accuracy_ci', 'metrics_by', 'wide_table', 'mcnemar', 'mcnemar_power', 'paired_sample_size', 'paired_mde',
+           'cluster_diff', 'compare_conditions', 'ratio_ci', 'mean_ci', 'correlation', 'correlation_table', 'auroc',
            'reliability_table', 'calibration', 'probability_report', 'reliability_by', 'rouge_l', 'bleu4',
            'corpus_bleu4', 'plural_forms', 'ObjectVocab', 'chair_row', 'chair', 'chair_metrics']
 
@@ -305,6 +305,40 @@ def binary_report(df: pd.DataFrame, # one row per sample
     out["ci_note"] = [_ci_note(m, n, k if clustered else None) for m, n, k in zip(method, out.n, g)]
     if ids is not None: out["n_clusters"], out["few_clusters"] = g, [bool(clustered and 0 < k < FEW_CLUSTERS) for k in g]
     return out
+
+# %% ../nbs/11_metrics.ipynb #28d2d837
+def unit_verdicts(rows: pd.DataFrame, # one row per answer, with a boolean `correct` column (missing: not scored)
+                  by: Sequence[str], # the columns naming a unit (e.g. a question pair, an image)
+                  keep: Sequence[str] = () # columns constant within a unit to carry along (e.g. its cluster)
+                 ) -> pd.DataFrame:
+    "Per unit (sorted): answers (`n`), `right`, `wrong`, `unscored`, and `correct`: True when all are right, False when one is wrong, else missing."
+    by = list(by)
+    c = pd.array(rows["correct"], dtype="boolean")
+    keys = list(zip(*(rows[k].tolist() for k in by))) if len(rows) else []
+    units = sorted(set(keys))
+    at = {u: i for i, u in enumerate(units)}
+    codes, g = np.fromiter((at[k] for k in keys), dtype=np.int64, count=len(keys)), len(units)
+    count = lambda flags: np.bincount(codes, weights=np.asarray(flags, dtype=float), minlength=g).astype(int)
+    out = pd.DataFrame(units, columns=by).assign(
+        n=np.bincount(codes, minlength=g), right=count(c.fillna(False)), wrong=count((~c).fillna(False)), unscored=count(c.isna()))
+    first = np.unique(codes, return_index=True)[1]
+    for k in keep: out[k] = rows[k].to_numpy()[first]
+    out["correct"] = pd.array([False if w else (None if u else True) for w, u in zip(out.wrong, out.unscored)], dtype="boolean")
+    return out
+
+def accuracy_ci(correct, # per unit: True (right), False (wrong), missing (not scored)
+                cluster=None, # per unit: the cluster resampled with it (e.g. its question set); None: each unit alone
+                n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> dict:
+    "Share of right units (%) with `binary_report`'s interval: value, ci_low, ci_high, n, n_clusters, unscored, ci_method, ci_note, few_clusters."
+    c = pd.array(list(correct), dtype="boolean")
+    scored = ~np.asarray(c.isna())
+    df = pd.DataFrame({"label": np.ones(int(scored.sum()), dtype=bool), "pred": np.asarray(c[scored], dtype=bool)})
+    if cluster is not None: df["cluster"] = np.asarray(cluster, dtype=object)[scored]
+    r = binary_report(df, parse_ok=None, n_boot=n_boot, seed=seed, level=level,
+                      cluster="cluster" if cluster is not None else None).set_index("metric").loc["accuracy"]
+    return {"value": float(r.value), "ci_low": float(r.ci_low), "ci_high": float(r.ci_high), "n": int(r.n),
+            "n_clusters": int(r.n_clusters) if cluster is not None else int(r.n), "unscored": int((~scored).sum()),
+            "ci_method": r.ci_method, "ci_note": r.ci_note, "few_clusters": bool(r.get("few_clusters", False))}
 
 # %% ../nbs/11_metrics.ipynb #24d0c90a
 def _other_class(values, name: str = "label") -> np.ndarray:

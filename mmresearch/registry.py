@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -31,10 +31,12 @@ def _register(table: dict, kind: str, name: str, fn: Callable) -> Callable:
     return fn
 
 def scorer(name: str, # the name typed after `mmresearch score`
-           domains: Iterable[str] | None = None): # the domains the study's experiment runs on (None: any registered)
+           domains: Iterable[str] | None = None, # the domains the study's experiment runs on (None: any registered)
+           reads_folder: bool = False): # its input may be a folder of files (e.g. MME's eval_tool results), not only one file
     "Decorator: register a scorer function under `name`."
     def register(fn):
         if domains is not None: STUDY_DOMAINS[name] = (domains,) if isinstance(domains, str) else tuple(domains)
+        fn.reads_folder = reads_folder
         return _register(SCORERS, "scorer", name, fn)
     return register
 
@@ -52,11 +54,11 @@ def declared(kind: str # "scorer", "domain", "finding_for", "paired_items" or "r
             ) -> dict[str, str]:
     "Names declared with `@kind(...)` (or a call `kind(...)` at the start of a line) in the package's modules, each mapped to its module's import name."
     import mmresearch
-    pattern = re.compile(rf"^@?{kind}\(\s*[\"']([^\"']+)[\"']", re.M)
+    pattern = re.compile(rf"^@?{kind}\(\s*([\"'])(.+?)\1", re.M)   # a name in either quote may hold the other ("AMBER's ...")
     found = {}
     for folder in mmresearch.__path__:
         for f in sorted(Path(folder).glob("*.py")):
-            for name in pattern.findall(f.read_text(encoding="utf-8")): found.setdefault(name, f"mmresearch.{f.stem}")
+            for _, name in pattern.findall(f.read_text(encoding="utf-8")): found.setdefault(name, f"mmresearch.{f.stem}")
     return found
 
 def _lookup(table: dict, kind: str, name: str) -> Callable:
@@ -151,10 +153,11 @@ def recognises(what: str, # how messages name the kind, e.g. "an AMBER query fil
     return register
 
 def file_kinds() -> list[FileKind]:
-    "Every declared file kind, its module imported, in the order of the package's modules and of their declarations."
-    for module in dict.fromkeys(declared("recognises").values()): importlib.import_module(module)
-    order = {m: k for k, m in enumerate(dict.fromkeys(declared("recognises").values()))}
-    return sorted(RECOGNISERS.values(), key=lambda k: order.get(k.module, len(order)))
+    "Every declared file kind, its module imported, in the order of the package's modules and of their declarations (kinds registered only at run time last)."
+    names = declared("recognises")
+    for module in dict.fromkeys(names.values()): importlib.import_module(module)
+    order = {what: k for k, what in enumerate(names)}   # by the source text, whoever registered the test last (a notebook re-run too)
+    return [replace(k, module=names.get(k.what, k.module)) for k in sorted(RECOGNISERS.values(), key=lambda k: order.get(k.what, len(order)))]
 
 def recognise(record) -> FileKind | None:
     "The first declared kind whose test accepts `record` (a data file's first record), or None."

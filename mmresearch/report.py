@@ -131,7 +131,12 @@ def _thumb_data_url(image: ImageRef | Any, max_side: int = 160) -> str:
     buf = io.BytesIO(); img.save(buf, format="PNG")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
-def gallery_html(items: Sequence[dict], # each: `image` (PIL image or ImageRef), `ok` (bool), and text fields to show
+def _thumb_html(image, alt: str, max_side: int) -> str:
+    "The card's picture, or for a question asked without one a box that says so."
+    if image is None: return f'<div class="mmr-noimage" role="img" aria-label="{alt}" style="width:{max_side}px;padding:8px 0;color:#666">no image: asked as text</div>'
+    return f'<img src="{_thumb_data_url(image, max_side)}" alt="{alt}">'
+
+def gallery_html(items: Sequence[dict], # each: `image` (PIL image, ImageRef, or None for a question asked without one), `ok` (bool), and text fields
                  fields: Sequence[str], # which text fields to show, in order (e.g. prompt, answer, verdict)
                  n_failures: int = 8, # show at most this many failures (all of them come first)
                  n_successes: int = 4, # then this many successes, a fixed sample drawn with `seed`
@@ -153,7 +158,7 @@ def gallery_html(items: Sequence[dict], # each: `image` (PIL image or ImageRef),
         alt = html.escape(f"example {it.get('id', '')}: {first}", quote=True)
         cards.append(f'<figure class="mmr-card mmr-{verdict}" style="display:inline-block;vertical-align:top;width:{max_side + 40}px;'
                      f'margin:4px;padding:6px;border:2px solid {"#2a7" if it["ok"] else "#c33"};border-radius:6px;font-size:12px">'
-                     f'<img src="{_thumb_data_url(it["image"], max_side)}" alt="{alt}"><figcaption>{rows}</figcaption></figure>')
+                     f'{_thumb_html(it["image"], alt, max_side)}<figcaption>{rows}</figcaption></figure>')
     return f'{header}<div class="mmr-gallery">{"".join(cards)}</div>'
 
 def examples_gallery(items: Sequence[dict], fields: Sequence[str], **kw):
