@@ -18,6 +18,7 @@ import pytest
 from PIL import Image
 
 import mmresearch
+from mmresearch.fakeserver import FakeChatServer
 from mmresearch.report import read_manifest
 from mmresearch.sweep import run_sweep, why_not_current
 from test_benchmarks_real import amber_folder, coco_folder, haleval_folder, picture
@@ -152,3 +153,22 @@ def test_t2i_prompts_file_with_images_and_a_diffusers_generator(audited, tmp_pat
     weights = pipe/"unet"/"diffusion_pytorch_model.safetensors"
     assert str(weights.resolve()) in recorded                   # the generator's weights
     stale_after(lambda: weights.write_bytes(weights.read_bytes()[:-4] + b"\0\0\0\1"), why, str(weights.resolve()))
+
+
+def test_object_halbench_and_mmhal_bench_folders(audited, tmp_path):
+    from test_mmhal import mmhal_folder, rating_judge
+    from test_objhal import objhal_folder
+    objhal = objhal_folder(tmp_path/"objhal")
+    opened, recorded, why = audited("objhal", "objhal.ipynb", {"data_dir": str(objhal), "model": "scripted:echo",
+                                                               "n_samples": 3, "n_boot": 20}, [objhal])
+    check(opened, recorded)
+    image = Path(next(p for p in sorted(recorded) if p.endswith((".jpg", ".png"))))
+    stale_after(lambda: replace_image(image), why, str(image))
+    mmhal = mmhal_folder(tmp_path/"MMHal-Bench")
+    with FakeChatServer(answer=rating_judge) as server:
+        opened, recorded, why = audited("mmhal", "mmhal.ipynb", {"data_dir": str(mmhal), "model": "scripted:echo",
+                                                                 "judge": "openai:judge", "base_url": server.base_url,
+                                                                 "n_samples": 3, "n_boot": 20}, [mmhal])
+    check(opened, recorded)
+    template = mmhal/"response_template.json"
+    stale_after(lambda: template.write_text(template.read_text().replace("What", "what", 1)), why, str(template.resolve()))
