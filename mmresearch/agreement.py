@@ -123,7 +123,8 @@ def krippendorff_alpha(data, # (judges × units) values; None / NaN where a judg
 # %% ../nbs/11b_agreement.ipynb #c2a0dafa
 def _boot(stats: np.ndarray, finish: Callable[[np.ndarray], np.ndarray], cluster, n_boot: int, seed: int,
           ci: float) -> tuple[float, float, float, int]:
-    "Point estimate, percentile interval over resampled clusters (or units), and the number of clusters."
+    "Point estimate, percentile interval over resampled clusters (or units), and the number of clusters; NaN when there is no verdict to read."
+    if stats.size == 0: return math.nan, math.nan, math.nan, 0
     ids = cluster_index(cluster, len(stats), "cluster")
     ids = np.arange(len(stats)) if ids is None else ids
     totals = cluster_totals(stats, ids)
