@@ -193,20 +193,21 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError): pass  # the client gave up (a timeout test)
 
 # %% ../nbs/02a_fakeserver.ipynb #c3e7aa5f
-def default_image(body: dict) -> bytes:
-    "A 16x16 PNG whose colour is a hash of the prompt and seed of an images request body."
-    import hashlib, io
-    from PIL import Image
-    rgb = hashlib.sha256(json.dumps([body.get("prompt"), body.get("seed")]).encode()).digest()[:3]
-    buf = io.BytesIO(); Image.new("RGB", (16, 16), tuple(rgb)).save(buf, format="PNG")
-    return buf.getvalue()
-
-def png_claiming(width: int, height: int) -> bytes:
-    "A PNG whose header says `width` x `height` RGB pixels but whose data holds one row: its size reads, decoding fails."
+def _png(width: int, height: int, rows: bytes) -> bytes:
+    "An RGB PNG of `width` x `height` whose IDAT holds `rows` (each a filter byte and 3 bytes a pixel), written directly (a tenth of PIL's cost)."
     import struct, zlib
     chunk = lambda kind, data: struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(bytes(3 * width + 1))) + chunk(b"IEND", b"")
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+def default_image(body: dict) -> bytes:
+    "A 16x16 PNG whose colour is a hash of the prompt and seed of an images request body."
+    rgb = hashlib.sha256(json.dumps([body.get("prompt"), body.get("seed")]).encode()).digest()[:3]
+    return _png(16, 16, (b"\0" + rgb * 16) * 16)
+
+def png_claiming(width: int, height: int) -> bytes:
+    "A PNG whose header says `width` x `height` RGB pixels but whose data holds one row: its size reads, decoding fails."
+    return _png(width, height, bytes(3 * width + 1))
 
 _IMAGE_MARKER = re.compile(r"\[\[(?:(?P<not_image>not_image)|pixels=(?P<width>\d+)x(?P<height>\d+))\]\]")
 _NOT_AN_IMAGE = b"<!DOCTYPE html><html><body>Service busy, try later</body></html>"

@@ -73,14 +73,16 @@ class BadImageReply(ValueError):
 
 def reply_image(reply: dict, # the endpoint's decoded JSON reply
                 max_pixels: int = MAX_IMAGE_PIXELS # a larger image is refused from its header, before decoding
-               ) -> Image.Image:
-    "The RGB image in a reply's `data[0].b64_json`: a ValueError if there is none, a `BadImageReply` if it is not an image or too large."
+               ) -> ImageRef:
+    "The image in a reply's `data[0].b64_json`, its bytes as sent, decoded once to check it: a ValueError if there is none, a `BadImageReply` if it is not an image or too large."
     try: data = base64.b64decode(reply["data"][0]["b64_json"], validate=True)
     except (KeyError, IndexError, TypeError, binascii.Error) as e: raise ValueError(f"the reply has no base64 data[0].b64_json ({type(e).__name__})") from None
     try: Image.open(io.BytesIO(data))
     except UnidentifiedImageError: raise BadImageReply(f"the reply's data[0].b64_json is not an image (it begins {data[:48]!r})") from None
-    try: return ImageRef(data, name="data[0].b64_json", max_pixels=max_pixels).load()
+    ref = ImageRef(data, name="data[0].b64_json", max_pixels=max_pixels)
+    try: ref.load()
     except ImageDecodeError as e: raise BadImageReply(str(e)) from None
+    return ref
 
 class OpenAIImagesGenerator:
     "An OpenAI-compatible `/images/generations` endpoint answering `b64_json`, asked many prompts at a time; fingerprint: base URL and model."
@@ -124,14 +126,14 @@ class OpenAIImagesGenerator:
         async with ChatTransport(self.base_url, key or "not-needed", self.max_concurrency, route="/images/generations") as client:
             sem, rng = asyncio.Semaphore(self.max_concurrency), random.Random()
             async def one(i: int, prompt: str, seed: int) -> None:
-                async def attempt() -> Image.Image: return reply_image(await client.post(self._body(prompt, seed, settings)), self.max_pixels)
+                async def attempt() -> ImageRef: return reply_image(await client.post(self._body(prompt, seed, settings)), self.max_pixels)
                 try: emit(i, await self.retrying.run(attempt, sem, rng, final=(BadImageReply,)))
                 except Exception as e: emit(i, self._failure(e))
             await asyncio.gather(*(one(i, p, s) for i, (p, s) in enumerate(jobs)))
 
     def generate_many(self, jobs: Sequence[tuple[str, int]], # (prompt, seed) pairs
-                      settings: dict) -> Iterator[tuple[int, Image.Image | Exception]]:
-        "`(index, image)`, or `(index, RuntimeError)` for a prompt that failed, as each request completes; up to `max_concurrency` in flight."
+                      settings: dict) -> Iterator[tuple[int, ImageRef | Exception]]:
+        "`(index, image as the server sent it)`, or `(index, RuntimeError)` for a prompt that failed, as each request completes; up to `max_concurrency` in flight."
         self.calls += [p for p, _ in jobs]
         for batch in stream_async(lambda emit: self._run(jobs, settings, emit)): yield from batch
 
@@ -139,7 +141,7 @@ class OpenAIImagesGenerator:
         "One image of `prompt` from the endpoint; a failure is raised."
         (_, result), = self.generate_many([(prompt, seed)], settings)
         if isinstance(result, Exception): raise result
-        return result
+        return result.load()
 
 # %% ../nbs/15a_t2i_generate.ipynb #560635be
 def make_generator(spec: str, # "diffusers:<folder>" or "openai-images:<model>"
@@ -182,14 +184,17 @@ class ImageStore:
             return p
         return p if hashlib.sha256(data).hexdigest() == recorded else None
 
-    def put(self, key: str, image: Image.Image) -> Path:
-        "Store `image` under `key`: its hash first, then the PNG; its path."
+    def put(self, key: str, image: Image.Image | ImageRef # a PIL image, or encoded bytes (a PNG is stored as it is)
+           ) -> Path:
+        "Store `image` under `key` as a PNG: its hash first, then the image; its path."
         p = self.path(key)
         if p.parent not in self._folders: p.parent.mkdir(parents=True, exist_ok=True); self._folders.add(p.parent)
-        buf = io.BytesIO(); image.save(buf, format="PNG")
+        if isinstance(image, ImageRef) and image.mime == "image/png": data = image.read_bytes()
+        else:
+            buf = io.BytesIO(); (image.load() if isinstance(image, ImageRef) else image).save(buf, format="PNG"); data = buf.getvalue()
         # no temporary name is needed: a PNG cut short by a crash, or read while it is written, fails its hash and is made again
-        p.with_suffix(".sha256").write_text(hashlib.sha256(buf.getvalue()).hexdigest())
-        p.write_bytes(buf.getvalue())
+        p.with_suffix(".sha256").write_text(hashlib.sha256(data).hexdigest())
+        p.write_bytes(data)
         return p
 
 # %% ../nbs/15a_t2i_generate.ipynb #24fd17e3
