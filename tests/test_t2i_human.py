@@ -187,9 +187,19 @@ def test_bad_input_is_one_line_naming_the_file_and_record(tmp_path, tifa_file):
     code, _, err = score("--input", str(bad))
     assert code == 2 and err.count("\n") == 1
     assert str(bad) in err and first in err and "image_path" in err and "leaves the images folder" in err
+    broken_csv = tmp_path/"anns.csv"
+    broken_csv.write_text("dsg_prompt_split,t2i_model,item_id,source_id,worker_id,question,answer\n"
+                          "tifa160,mini-dalle,tifa160_143,partiprompt_366,4375840905,How consistent?,5\n"
+                          "tifa160,mini-dalle,tifa160_143,partiprompt_366,4375843592,How consistent?,six\n")
+    code, _, err = score("--input", str(broken_csv))
+    assert code == 2 and err.count("\n") == 1 and f"{broken_csv}: line 3: field 'answer'" in err and "'six'" in err
+
+
+def test_dsg_ratings_alone_give_the_ceiling_and_say_why_nothing_else(tmp_path):
     dsg = tmp_path/"anns.csv"; dsg.write_bytes(gzip.decompress(SHIPPED_RATINGS["dsg"].read_bytes()))
-    code, _, err = score("--input", str(dsg), "--n-boot", "10")
-    assert code == 2 and "no automatic scores" in err and err.count("\n") == 1
+    code, out, err = score("--input", str(dsg), "--n-boot", "10")
+    assert code == 0, err
+    assert out["agreement"] == [] and len(out["ceiling"]) == 5 and "--scores tifa" in out["note"]
 
 
 def test_params_file_runs_end_to_end_on_placeholder_images(tmp_path):
@@ -240,3 +250,27 @@ def test_params_file_runs_end_to_end_on_placeholder_images(tmp_path):
         for text in (*judges, "tifa_mplug-large", "np.corrcoef", "Krippendorff", "marks the human ceiling", "Scatter plots, one per judge"):
             assert text in page, (layout, text)
         assert "<strong>The images are placeholders</strong>" not in page   # said only when there is no image_dir
+
+
+def test_judges_behind_an_openai_compatible_server(tmp_path):
+    "The Hemm-style judge and VQAScore through a server (each judge entry with its own base_url), on placeholder images."
+    from mmresearch.fakeserver import FakeChatServer, request_text
+    from mmresearch.sweep import run_sweep
+    from mmresearch.t2i_human import load_human_ratings, placeholder_images
+    root = Path(__file__).resolve().parents[1]
+    images = placeholder_images(load_human_ratings("tifa").first_prompts(2), tmp_path/"download")
+    verdict = lambda body: "5" if "Christmas" in request_text(body) else "2"                    # a judge with an opinion
+    yes = lambda body: {"Yes": 0.9, "No": 0.1} if "Christmas" in request_text(body) else {"Yes": 0.2, "No": 0.8}
+    with FakeChatServer(answer=verdict, logprobs=yes) as srv:
+        judges = [{"judge": "openai:fake-judge", "mode": m, "base_url": srv.base_url, "api_key_env": None} for m in ("direct", "vqascore")]
+        (tmp_path/"settings.ini").write_text("[DEFAULT]\n")
+        params = tmp_path/"params"/"server.yaml"; params.parent.mkdir()
+        params.write_text(json.dumps({"name": "t2i_human_server", "notebook": str(root/"nbs/experiments/t2i_human.ipynb"),
+                                      "fixed": {"image_dir": str(images), "n_prompts": 2, "n_boot": 50, "judges": judges}}))
+        res = run_sweep(params, workers=1, reports_dir=tmp_path/"reports", cache_path=tmp_path/"c.sqlite", progress=False)
+        assert [r.status for r in res.runs] == ["ok"], res.describe()
+        assert srv.completed == 20                                                          # 10 images, two judges
+    metrics = pd.read_csv(res.sweep_dir/res.runs[0].run/"metrics.csv")
+    spearman = metrics[metrics.metric == "spearman"].set_index("scorer").value
+    assert spearman.index[:2].tolist() == ["openai:fake-judge (direct)", "openai:fake-judge (vqascore)"]
+    assert spearman.iloc[0] == pytest.approx(spearman.iloc[1], abs=1e-12)                # both split the images the same way
