@@ -20,11 +20,11 @@ from typing import Callable
 
 # %% auto #0
 __all__ = ['request_text', 'count_images', 'default_answer', 'first_token_logprobs', 'FakeChatServer', 'default_image',
-           'FakeImagesServer', 'main']
+           'png_claiming', 'FakeImagesServer', 'main']
 
 # %% ../nbs/02a_fakeserver.ipynb #99271eac
 _MARKER = re.compile(r"\[\[(?:status=(?P<status>\d{3})(?: retry_after=(?P<retry_after>@?\d+))?|(?P<malformed>malformed)"
-                     r"|delay=(?P<delay>[\d.]+))(?: times=(?P<times>\d+))?\]\]")
+                     r"|delay=(?P<delay>[\d.]+)|drip=(?P<drip>[\d.]+))(?: times=(?P<times>\d+))?\]\]")
 
 def request_text(body: dict) -> str:
     "All text parts of a chat-completions request body, joined."
@@ -57,6 +57,8 @@ def first_token_logprobs(probs: dict[str, float], # first-token alternatives and
 # %% ../nbs/02a_fakeserver.ipynb #2d30079f
 class FakeChatServer:
     "A threaded OpenAI-compatible chat server on 127.0.0.1 with prompt-driven fault injection."
+    route = "/chat/completions"   # the path it answers after /v1
+
     def __init__(self,
                  answer: Callable[[dict], str] = default_answer, # maps a request body to the reply text
                  latency_s: float = 0.0, # every answer leaves this long after its request arrived (its parsing included)
@@ -97,25 +99,34 @@ class FakeChatServer:
     def __enter__(self) -> FakeChatServer: return self.start()
     def __exit__(self, *exc) -> None: self.stop()
 
-    def _reply(self, body: dict, auth: str = "", raw: bytes = b"") -> tuple[int, bytes, float, dict[str, str]]:
-        "Status, body bytes, delay and extra headers for one request (`raw`: its bytes, which count its attempts), applying any fault marker in its prompt."
-        text = request_text(body)
+    def _text(self, body: dict) -> str: return request_text(body)
+
+    def _attempt(self, raw: bytes) -> int:
+        "Count a request; which attempt of these exact bytes it is (1 for the first)."
         with self._lock:
             self.calls += 1
             key = hashlib.sha256(raw).digest()   # hashing the bytes costs a tenth of re-serialising a body with an image
             self._attempts[key] += 1
-            attempt = self._attempts[key]
-        delay = self.latency_s
-        if self.require_key is not None and auth != f"Bearer {self.require_key}":
-            status, data, headers = _error_reply(401, auth, None)
-            return status, data, delay, headers
+            return self._attempts[key]
+
+    def _faults(self, text: str, attempt: int, auth: str) -> tuple[tuple | None, float, float]:
+        "The key check and the prompt's fault markers: an error or broken reply (status, body, headers) or None, the delay, the drip time."
+        delay, drip = self.latency_s, 0.0
+        if self.require_key is not None and auth != f"Bearer {self.require_key}": return _error_reply(401, auth, None), delay, drip
         for m in _MARKER.finditer(text):
             if m["times"] and attempt > int(m["times"]): continue
             if m["delay"]: delay += float(m["delay"])
-            elif m["status"]:
-                status, data, headers = _error_reply(int(m["status"]), auth, m["retry_after"])
-                return status, data, delay, headers
-            else: return 200, _BROKEN_BODY, delay, {}
+            elif m["drip"]: drip = float(m["drip"])
+            elif m["status"]: return _error_reply(int(m["status"]), auth, m["retry_after"]), delay, drip
+            else: return (200, _BROKEN_BODY, {}), delay, drip
+        return None, delay, drip
+
+    def _reply(self, body: dict, auth: str = "", raw: bytes = b"") -> tuple[int, bytes, float, dict[str, str], float]:
+        "Status, body bytes, delay, extra headers and drip time for one request (`raw`: its bytes, which count its attempts), applying any fault marker in its prompt."
+        text = self._text(body)
+        attempt = self._attempt(raw)
+        fault, delay, drip = self._faults(text, attempt, auth)
+        if fault: return fault[0], fault[1], delay, fault[2], drip
         reply = self.answer(body)
         words = len(text.split())
         payload = {"id": f"fake-{attempt}", "object": "chat.completion", "created": int(time.time()), "model": body.get("model", "fake"),
@@ -123,7 +134,12 @@ class FakeChatServer:
                    "usage": {"prompt_tokens": words, "completion_tokens": len(reply.split()), "total_tokens": words + len(reply.split())}}
         if body.get("logprobs") and self.logprobs is not None:   # a server without logprobs ignores the field, as some do
             payload["choices"][0]["logprobs"] = first_token_logprobs(self.logprobs(body), int(body.get("top_logprobs") or 0))
-        return 200, json.dumps(payload).encode(), delay, {}
+        return 200, json.dumps(payload).encode(), delay, {}, drip
+
+    def _record(self, status: int, data: bytes, body: dict) -> None:
+        "Count the reply sent (under the lock)."
+        self.statuses[status] += 1
+        if status == 200 and data is not _BROKEN_BODY: self.completed += 1; self.answered.append(self._text(body))
 
 def _error_reply(status: int, auth: str, retry_after: str | None) -> tuple[int, bytes, dict[str, str]]:
     "An error body (a 401/403 echoes the bearer token, as real servers do) and its Retry-After header, if asked for."
@@ -135,6 +151,7 @@ def _error_reply(status: int, auth: str, retry_after: str | None) -> tuple[int, 
     return status, json.dumps({"error": {"message": message, "type": "injected"}}).encode(), headers
 
 _BROKEN_BODY = b'{"id": "broken", "choices": ['
+_DRIP_PIECES = 20   # a dripped reply goes out in this many pieces, evenly spaced
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
@@ -151,82 +168,87 @@ class _Handler(BaseHTTPRequestHandler):
         arrived = time.monotonic()   # the latency counts from here: the server's own parsing is part of it, not added to it
         raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         body = json.loads(raw or b"{}")
-        if not self.path.rstrip("/").endswith("/chat/completions"): return self._send(404, b'{"error": {"message": "not found"}}')
         s = self.owner
+        if not self.path.rstrip("/").endswith(s.route): return self._send(404, b'{"error": {"message": "not found"}}')
         with s._lock: s._in_flight += 1; s.max_in_flight = max(s.max_in_flight, s._in_flight)
         try:
-            status, data, delay, headers = s._reply(body, self.headers.get("Authorization", ""), raw)
+            status, data, delay, headers, drip = s._reply(body, self.headers.get("Authorization", ""), raw)
             if delay: time.sleep(max(0.0, arrived + delay - time.monotonic()))
         finally:
             with s._lock: s._in_flight -= 1
-        with s._lock:
-            s.statuses[status] += 1
-            if status == 200 and data is not _BROKEN_BODY: s.completed += 1; s.answered.append(request_text(body))
-        self._send(status, data, headers)
+        with s._lock: s._record(status, data, body)
+        self._send(status, data, headers, drip)
 
-    def _send(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+    def _send(self, status: int, data: bytes, headers: dict[str, str] | None = None, drip_s: float = 0.0) -> None:
         try:
             self.send_response(status)
             for name, value in (headers or {}).items(): self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            self.wfile.write(data)
+            if not drip_s: self.wfile.write(data); return
+            step = -(-len(data) // _DRIP_PIECES)
+            for k in range(0, len(data), step):
+                self.wfile.write(data[k:k + step]); self.wfile.flush(); time.sleep(drip_s / _DRIP_PIECES)
         except (BrokenPipeError, ConnectionResetError): pass  # the client gave up (a timeout test)
 
 # %% ../nbs/02a_fakeserver.ipynb #c3e7aa5f
+def _png(width: int, height: int, rows: bytes) -> bytes:
+    "An RGB PNG of `width` x `height` whose IDAT holds `rows` (each a filter byte and 3 bytes a pixel), written directly (a tenth of PIL's cost)."
+    import struct, zlib
+    chunk = lambda kind, data: struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
 def default_image(body: dict) -> bytes:
     "A 16x16 PNG whose colour is a hash of the prompt and seed of an images request body."
-    import hashlib, io
-    from PIL import Image
     rgb = hashlib.sha256(json.dumps([body.get("prompt"), body.get("seed")]).encode()).digest()[:3]
-    buf = io.BytesIO(); Image.new("RGB", (16, 16), tuple(rgb)).save(buf, format="PNG")
-    return buf.getvalue()
+    return _png(16, 16, (b"\0" + rgb * 16) * 16)
 
-class FakeImagesServer:
-    "A threaded OpenAI-compatible images server on 127.0.0.1 (`/v1/images/generations`, `b64_json` replies)."
+def png_claiming(width: int, height: int) -> bytes:
+    "A PNG whose header says `width` x `height` RGB pixels but whose data holds one row: its size reads, decoding fails."
+    return _png(width, height, bytes(3 * width + 1))
+
+_IMAGE_MARKER = re.compile(r"\[\[(?:(?P<not_image>not_image)|pixels=(?P<width>\d+)x(?P<height>\d+))\]\]")
+_NOT_AN_IMAGE = b"<!DOCTYPE html><html><body>Service busy, try later</body></html>"
+
+class FakeImagesServer(FakeChatServer):
+    "A threaded OpenAI-compatible images server on 127.0.0.1 (`/v1/images/generations`, `b64_json` replies) with the chat server's faults."
+    route = "/images/generations"
+
     def __init__(self,
                  image: Callable[[dict], bytes] = default_image, # maps a request body to PNG bytes
-                 require_key: str | None = None): # when set, any other key gets a 401
-        self.image, self.require_key = image, require_key
-        self.bodies: list[dict] = []   # every request body answered with 200
-        self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
+                 require_key: str | None = None, # when set, any other key gets a 401
+                 latency_s: float = 0.0): # every answer leaves this long after its request arrived
+        super().__init__(latency_s=latency_s, require_key=require_key)
+        self.image = image
+        self.bodies: list[dict] = []   # every request body answered with 200 and an image
 
-    base_url = FakeChatServer.base_url
-    stop, __enter__, __exit__ = FakeChatServer.stop, FakeChatServer.__enter__, FakeChatServer.__exit__
+    def _text(self, body: dict) -> str: return body.get("prompt") if isinstance(body.get("prompt"), str) else ""
 
-    def start(self) -> FakeImagesServer:
-        "Bind a free port on 127.0.0.1 and serve in a background thread."
-        server = self
-        class Handler(_ImagesHandler): owner = server
-        self._httpd = _Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-class _ImagesHandler(_Handler):
-    owner: FakeImagesServer
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-        if not self.path.rstrip("/").endswith("/images/generations"): return self._send(404, b'{"error": {"message": "not found"}}')
-        s = self.owner
-        if s.require_key is not None and self.headers.get("Authorization", "") != f"Bearer {s.require_key}":
-            status, data, headers = _error_reply(401, self.headers.get("Authorization", ""), None)
-            return self._send(status, data, headers)
+    def _reply(self, body: dict, auth: str = "", raw: bytes = b"") -> tuple[int, bytes, float, dict[str, str], float]:
+        text = self._text(body)
+        fault, delay, drip = self._faults(text, self._attempt(raw), auth)
+        if fault: return fault[0], fault[1], delay, fault[2], drip
         if not isinstance(body.get("prompt"), str) or body.get("response_format", "b64_json") != "b64_json":
-            return self._send(400, b'{"error": {"message": "need a prompt and response_format b64_json"}}')
-        png = base64.b64encode(s.image(body)).decode()
-        with s._lock: s.bodies.append(body)
-        self._send(200, json.dumps({"created": int(time.time()), "data": [{"b64_json": png}]}).encode())
+            return 400, b'{"error": {"message": "need a prompt and response_format b64_json"}}', delay, {}, drip
+        m = _IMAGE_MARKER.search(text)
+        data = (_NOT_AN_IMAGE if m and m["not_image"] else png_claiming(int(m["width"]), int(m["height"])) if m
+                else self.image(body))
+        return 200, json.dumps({"created": int(time.time()), "data": [{"b64_json": base64.b64encode(data).decode()}]}).encode(), delay, {}, drip
+
+    def _record(self, status: int, data: bytes, body: dict) -> None:
+        super()._record(status, data, body)
+        if status == 200 and data is not _BROKEN_BODY: self.bodies.append(body)
 
 # %% ../nbs/02a_fakeserver.ipynb #d8bb6540
 def main(argv: list[str] | None = None) -> None:
     "Serve until interrupted, printing the base URL first."
-    p = argparse.ArgumentParser(description="Fake OpenAI-compatible chat server on 127.0.0.1")
+    p = argparse.ArgumentParser(description="Fake OpenAI-compatible chat (or images) server on 127.0.0.1")
     p.add_argument("--latency", type=float, default=0.0, help="seconds from a request's arrival to its answer")
+    p.add_argument("--images", action="store_true", help="serve /v1/images/generations instead of chat completions")
     args = p.parse_args(argv)
-    srv = FakeChatServer(latency_s=args.latency).start()
+    srv = (FakeImagesServer if args.images else FakeChatServer)(latency_s=args.latency).start()
     print(srv.base_url, flush=True)
     try: threading.Event().wait()
     except KeyboardInterrupt: srv.stop()

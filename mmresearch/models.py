@@ -35,9 +35,9 @@ from .parsing import ends_in_reasoning, final_answer
 
 # %% auto #0
 __all__ = ['SCRIPTS', 'CONTINUOUS_FAMILIES', 'MODEL_KINDS', 'Model', 'ScriptedModel', 'to_openai_messages',
-           'classify_openai_error', 'retry_after_s', 'NoLogprobs', 'chat_body_bytes', 'ChatTransport',
-           'OpenAIChatModel', 'torchvision_usable', 'NoVideoProcessor', 'image_only_processor_class', 'load_processor',
-           'DecodeRow', 'DecodeBatch', 'HFModel', 'tiny_model_path', 'parse_model_spec', 'load_model']
+           'classify_openai_error', 'retry_after_s', 'NoLogprobs', 'chat_body_bytes', 'ChatTransport', 'Retrying',
+           'stream_async', 'OpenAIChatModel', 'torchvision_usable', 'NoVideoProcessor', 'image_only_processor_class',
+           'load_processor', 'DecodeRow', 'DecodeBatch', 'HFModel', 'tiny_model_path', 'parse_model_spec', 'load_model']
 
 # %% ../nbs/02_models.ipynb #6f0e92c8
 @runtime_checkable
@@ -186,20 +186,22 @@ def chat_body_bytes(body: dict) -> bytes:
     return text.encode()
 
 class ChatTransport:
-    """POSTs chat-completions bodies over one aiohttp session (up to `limit` kept-alive connections); failures are raised
-    as the `openai` client's own errors, so classification, Retry-After and messages are the client's."""
+    """POSTs JSON bodies to one route of an OpenAI-compatible server (chat completions by default, or images
+    generations) over one aiohttp session (up to `limit` kept-alive connections); failures are raised as the `openai`
+    client's own errors, so classification, Retry-After and messages are the client's."""
     def __init__(self,
                  base_url: str | None, # None: the `openai` client's default (OPENAI_BASE_URL, else OpenAI)
                  api_key: str, # sent as the bearer token (any text for a server that needs none)
-                 limit: int): # connections open at once
-        self.base_url, self.api_key, self.limit = base_url, api_key, limit
+                 limit: int, # connections open at once
+                 route: str = "/chat/completions"): # the path after the base URL, e.g. "/images/generations"
+        self.base_url, self.api_key, self.limit, self.route = base_url, api_key, limit, route
 
     async def __aenter__(self) -> ChatTransport:
         import aiohttp, openai
         # the client only names the URL and headers and builds errors; its request path (option models, header
         # normalisation, body copies) costs about twice the CPU per request of the bare session
         self._client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, max_retries=0)
-        self.url = str(self._client.base_url).rstrip("/") + "/chat/completions"
+        self.url = str(self._client.base_url).rstrip("/") + self.route
         headers = {k: v for k, v in {**self._client.default_headers, **self._client.auth_headers}.items() if isinstance(v, str)}
         # trust_env off, as in the client's own aiohttp transport: with it on, every request looks up proxies and .netrc in a thread
         # no timeout of the session's own (its default is 5 minutes): the caller bounds each attempt with its timeout_s
@@ -222,6 +224,67 @@ class ChatTransport:
             raise self._client._make_status_error_from_response(
                 httpx2.Response(status, headers=headers, content=data, request=httpx2.Request("POST", self.url)))
         return json.loads(data)
+
+# %% ../nbs/02_models.ipynb #c3d9f1a2
+@dataclass(frozen=True)
+class Retrying:
+    "How a call to an OpenAI-compatible server is attempted: each attempt bounded as a whole, retryable failures tried again after a wait."
+    timeout_s: float = 120.0 # bounds each whole attempt: connecting, sending, and the response to its last byte
+    max_retries: int = 5 # retries after the first attempt, for retryable failures
+    backoff_s: float = 0.5 # first backoff; doubles each retry, with jitter, capped at `backoff_max_s`
+    backoff_max_s: float = 30.0
+    max_retry_after_s: float = 60.0 # cap on a server's Retry-After (429/503) before the next attempt
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep # waits between attempts
+
+    def wait_s(self, e: Exception, attempt: int, rng: random.Random) -> float:
+        "Before the next attempt: a 429/503's Retry-After, capped; else exponential backoff with jitter."
+        response = getattr(e, "response", None)
+        if getattr(e, "status_code", None) in (429, 503) and response is not None:
+            asked = retry_after_s(response.headers.get("retry-after"))
+            if asked is not None: return min(asked, self.max_retry_after_s)
+        return min(self.backoff_max_s, self.backoff_s * 2 ** attempt) * rng.uniform(0.5, 1.5)
+
+    async def run(self, attempt: Callable[[], Awaitable[Any]], # one attempt: send the request, read and check its reply
+                  sem: asyncio.Semaphore, # held during each attempt, not during the waits
+                  rng: random.Random, # jitters the backoff
+                  final: tuple[type[BaseException], ...] = ()) -> Any: # exceptions raised at once, never retried
+        "The result of the first attempt that succeeds; the last failure (or the first non-retryable or `final` one) is raised."
+        for k in range(self.max_retries + 1):
+            async with sem:
+                try:
+                    try: return await asyncio.wait_for(attempt(), self.timeout_s)   # connect to last byte: a dripping server is cut off
+                    except asyncio.TimeoutError: raise TimeoutError(f"no complete response within timeout_s={self.timeout_s:g} s") from None
+                except final: raise
+                except Exception as e:
+                    if not classify_openai_error(e)[1] or k == self.max_retries: raise
+                    wait_s = self.wait_s(e, k, rng)
+            await self.sleep(wait_s)
+
+# %% ../nbs/02_models.ipynb #e5f1b3c4
+def stream_async(run: Callable[[Callable[[int, Any], None]], Awaitable[None]] # run(emit): a coroutine that emits (index, result)
+                ) -> Iterator[list[tuple[int, Any]]]:
+    "Run `run(emit)` on an event loop in a worker thread; yield lists of what it emitted, each holding everything that arrived since the last was taken."
+    results: queue.Queue = queue.Queue()
+    done = object()
+    def work() -> None:
+        try: asyncio.run(run(lambda i, value: results.put((i, value))))
+        except BaseException as e: results.put(e)
+        finally: results.put(done)
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    item, batch = results.get(), []
+    while item is not done:
+        if isinstance(item, BaseException):
+            message = str(item)
+            if (safe := redact(message)) == message: raise item
+            raise RuntimeError(f"{type(item).__name__}: {safe}") from None  # the original holds a secret: drop it
+        batch.append(item)
+        try: item = results.get_nowait()   # never waits for more: a result is held only while the caller is busy
+        except queue.Empty:
+            yield batch
+            item, batch = results.get(), []
+    if batch: yield batch
+    worker.join()
 
 # %% ../nbs/02_models.ipynb #25d184d1
 class OpenAIChatModel:
@@ -264,31 +327,21 @@ class OpenAIChatModel:
         if r.score_options: body.update(logprobs=True, top_logprobs=self.top_logprobs)
         return body
 
+    @property
+    def retrying(self) -> Retrying:
+        "How each request is attempted: this model's timeout, retries and waits."
+        return Retrying(self.timeout_s, self.max_retries, self.backoff_s, self.backoff_max_s, self.max_retry_after_s, self.sleep)
+
     async def _call(self, client, sem: asyncio.Semaphore, r: Request, rng: random.Random) -> Response:
         t0 = time.perf_counter()
-        for attempt in range(self.max_retries + 1):
-            async with sem:
-                try:
-                    body = self._body(r)  # built only once a slot is free, so queued requests hold no encoded images
-                    try: answer = await asyncio.wait_for(client.post(body), self.timeout_s)  # connect to last byte: a dripping server is cut off
-                    except asyncio.TimeoutError: raise TimeoutError(f"no complete response within timeout_s={self.timeout_s:g} s") from None
-                    return _parse_completion(answer, time.perf_counter() - t0, r.score_options)
-                except ImageDecodeError as e: return Response.failed("bad_request", str(e))
-                except NoLogprobs as e: return Response.failed("unsupported", str(e), latency_s=time.perf_counter() - t0)
-                except Exception as e:
-                    kind, retryable, status = classify_openai_error(e)
-                    if not retryable or attempt == self.max_retries:
-                        return Response.failed(kind, redact(_server_message(e)), retryable, status, time.perf_counter() - t0)
-                    wait_s = self._wait_s(e, attempt, rng)
-            await self.sleep(wait_s)
-
-    def _wait_s(self, e: Exception, attempt: int, rng: random.Random) -> float:
-        "Before the next attempt: a 429/503's Retry-After, capped; else exponential backoff with jitter."
-        response = getattr(e, "response", None)
-        if getattr(e, "status_code", None) in (429, 503) and response is not None:
-            asked = retry_after_s(response.headers.get("retry-after"))
-            if asked is not None: return min(asked, self.max_retry_after_s)
-        return min(self.backoff_max_s, self.backoff_s * 2 ** attempt) * rng.uniform(0.5, 1.5)
+        async def attempt() -> Response:   # the body is built only once a slot is free, so queued requests hold no encoded images
+            return _parse_completion(await client.post(self._body(r)), time.perf_counter() - t0, r.score_options)
+        try: return await self.retrying.run(attempt, sem, rng, final=(ImageDecodeError, NoLogprobs))
+        except ImageDecodeError as e: return Response.failed("bad_request", str(e))
+        except NoLogprobs as e: return Response.failed("unsupported", str(e), latency_s=time.perf_counter() - t0)
+        except Exception as e:
+            kind, retryable, status = classify_openai_error(e)
+            return Response.failed(kind, redact(_server_message(e)), retryable, status, time.perf_counter() - t0)
 
     async def _run(self, requests: Sequence[Request], emit: Callable[[int, Response], None]) -> None:
         async with ChatTransport(self.base_url, self._api_key(), self.max_concurrency) as client:
@@ -299,27 +352,7 @@ class OpenAIChatModel:
     def generate_stream(self, requests: Sequence[Request]) -> Iterator[list[tuple[int, Response]]]:
         "Lists of `(index, response)` as calls complete: each holds every answer that arrived since the last was taken (the event loop runs in a worker thread)."
         self._api_key()  # fail early, in the caller's thread, if the key is missing
-        results: queue.Queue = queue.Queue()
-        done = object()
-        def work() -> None:
-            try: asyncio.run(self._run(requests, lambda i, resp: results.put((i, resp))))
-            except BaseException as e: results.put(e)
-            finally: results.put(done)
-        worker = threading.Thread(target=work, daemon=True)
-        worker.start()
-        item, batch = results.get(), []
-        while item is not done:
-            if isinstance(item, BaseException):
-                message = str(item)
-                if (safe := redact(message)) == message: raise item
-                raise RuntimeError(f"{type(item).__name__}: {safe}") from None  # the original holds a secret: drop it
-            batch.append(item)
-            try: item = results.get_nowait()   # never waits for more: an answer is held only while the caller is busy
-            except queue.Empty:
-                yield batch
-                item, batch = results.get(), []
-        if batch: yield batch
-        worker.join()
+        yield from stream_async(lambda emit: self._run(requests, emit))
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         out: list[Response | None] = [None] * len(requests)

@@ -5,31 +5,35 @@
 # %% ../nbs/15a_t2i_generate.ipynb #04bcd959
 from __future__ import annotations
 
+import asyncio
 import base64
+import binascii
+import hashlib
 import io
 import os
-import tempfile
+import random
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Any, Awaitable, Callable, Iterator, Protocol, Sequence
 
-import httpx
 import numpy as np
 import pandas as pd
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 from .cache import cache_key
-from .core import ImageRef, Sample, redact, secret_values, stable_hash
+from .core import MAX_IMAGE_PIXELS, ImageDecodeError, ImageRef, Sample, redact, register_secret_env, stable_hash
 from .generation import MODEL_FILES, folder_hash
 from .metrics import N_BOOT, mean_ci
+from .models import ChatTransport, Retrying, classify_openai_error, stream_async
 from .t2i_judge import T2I_CATEGORIES, T2IPrompt
 
 # %% auto #0
-__all__ = ['PIPELINE_FILES', 'Generator', 'DiffusersGenerator', 'OpenAIImagesGenerator', 'make_generator', 'prompt_seed',
-           'ImageStore', 'generate_cached', 'rank_generators']
+__all__ = ['PIPELINE_FILES', 'STORE_THREADS', 'Generator', 'DiffusersGenerator', 'BadImageReply', 'reply_image',
+           'OpenAIImagesGenerator', 'make_generator', 'prompt_seed', 'ImageStore', 'generate_cached', 'rank_generators']
 
 # %% ../nbs/15a_t2i_generate.ipynb #5e57d7d0
 class Generator(Protocol):
-    "What the T2I study needs of a generator."
+    "What the T2I study needs of a generator (and, optionally, `generate_many(jobs, settings)`: many at a time)."
     fingerprint: str
     calls: list[str]
     def generate(self, prompt: str, seed: int, settings: dict) -> Image.Image: ...
@@ -64,48 +68,93 @@ class DiffusersGenerator:
         return self.pipeline()(prompt, generator=torch.Generator("cpu").manual_seed(seed), **settings).images[0]
 
 # %% ../nbs/15a_t2i_generate.ipynb #a4422178
+class BadImageReply(ValueError):
+    "An images endpoint answered with something that is not a usable image; asking again would get the same."
+
+def reply_image(reply: dict, # the endpoint's decoded JSON reply
+                max_pixels: int = MAX_IMAGE_PIXELS # a larger image is refused from its header, before decoding
+               ) -> ImageRef:
+    "The image in a reply's `data[0].b64_json`, its bytes as sent, decoded once to check it: a ValueError if there is none, a `BadImageReply` if it is not an image or too large."
+    try: data = base64.b64decode(reply["data"][0]["b64_json"], validate=True)
+    except (KeyError, IndexError, TypeError, binascii.Error) as e: raise ValueError(f"the reply has no base64 data[0].b64_json ({type(e).__name__})") from None
+    try: Image.open(io.BytesIO(data))
+    except UnidentifiedImageError: raise BadImageReply(f"the reply's data[0].b64_json is not an image (it begins {data[:48]!r})") from None
+    ref = ImageRef(data, name="data[0].b64_json", max_pixels=max_pixels)
+    try: ref.load()
+    except ImageDecodeError as e: raise BadImageReply(str(e)) from None
+    return ref
+
 class OpenAIImagesGenerator:
-    "An OpenAI-compatible `/images/generations` endpoint answering `b64_json`; fingerprint: base URL and model."
+    "An OpenAI-compatible `/images/generations` endpoint answering `b64_json`, asked many prompts at a time; fingerprint: base URL and model."
     def __init__(self, model: str, # the endpoint's model name
                  base_url: str, # e.g. http://127.0.0.1:8000/v1
                  api_key_env: str | None = None, # NAME of the environment variable holding the key (never the key)
                  send_seed: bool = False, # add `seed` to the body (servers that accept it); OpenAI's own API does not
-                 timeout_s: float = 300.0):
+                 timeout_s: float = 300.0, # bounds each whole attempt: connecting, sending, and the reply to its last byte
+                 max_concurrency: int = 32, # requests in flight at once
+                 max_retries: int = 5, # retries after the first attempt: 429, 5xx, timeouts, lost connections, malformed replies
+                 backoff_s: float = 0.5, # first backoff; doubles each retry, with jitter, capped at `backoff_max_s`
+                 backoff_max_s: float = 30.0,
+                 max_retry_after_s: float = 60.0, # cap on a server's Retry-After (429/503) before the next attempt
+                 max_pixels: int = MAX_IMAGE_PIXELS, # a reply with more pixels is refused before it is decoded
+                 sleep: Callable[[float], Awaitable[None]] | None = None): # waits between attempts; default `asyncio.sleep`
         if api_key_env is not None and not os.environ.get(api_key_env):
             raise KeyError(f"generator: the environment variable {api_key_env!r} named by generator_api_key_env is not set")
+        if api_key_env is not None: register_secret_env(api_key_env)   # a 401 body may echo the key: redacted from every message
         self.model, self.base_url, self.api_key_env = model, base_url.rstrip("/"), api_key_env
-        self.send_seed, self.timeout_s = send_seed, timeout_s
+        self.send_seed, self.max_concurrency, self.max_pixels = send_seed, max_concurrency, max_pixels
+        self.retrying = Retrying(timeout_s, max_retries, backoff_s, backoff_max_s, max_retry_after_s, sleep or asyncio.sleep)
         self.fingerprint = f"openai-images:{self.base_url}|{model}"
         self.calls: list[str] = []
-        self._client: httpx.Client | None = None   # one connection pool for all requests, opened on first use
+
+    def _body(self, prompt: str, seed: int, settings: dict) -> dict:
+        return {"model": self.model, "prompt": prompt, "n": 1, "response_format": "b64_json", **settings,
+                **({"seed": seed} if self.send_seed else {})}
+
+    def _failure(self, e: Exception) -> RuntimeError:
+        "One line naming the endpoint and what went wrong, the key redacted."
+        if isinstance(e, BadImageReply): what = str(e)
+        else:
+            kind, _, status = classify_openai_error(e)
+            body = getattr(e, "body", None)
+            said = body.get("message") if isinstance(body, dict) and isinstance(body.get("message"), str) else str(e)
+            what = f"HTTP {status}: {said}" if status else f"{kind}: {type(e).__name__}: {e}"
+        return RuntimeError(redact(f"images endpoint {self.base_url}: {what}"))
+
+    async def _run(self, jobs: Sequence[tuple[str, int]], settings: dict, emit: Callable[[int, Any], None]) -> None:
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        async with ChatTransport(self.base_url, key or "not-needed", self.max_concurrency, route="/images/generations") as client:
+            sem, rng = asyncio.Semaphore(self.max_concurrency), random.Random()
+            async def one(i: int, prompt: str, seed: int) -> None:
+                async def attempt() -> ImageRef: return reply_image(await client.post(self._body(prompt, seed, settings)), self.max_pixels)
+                try: emit(i, await self.retrying.run(attempt, sem, rng, final=(BadImageReply,)))
+                except Exception as e: emit(i, self._failure(e))
+            await asyncio.gather(*(one(i, p, s) for i, (p, s) in enumerate(jobs)))
+
+    def generate_many(self, jobs: Sequence[tuple[str, int]], # (prompt, seed) pairs
+                      settings: dict) -> Iterator[tuple[int, ImageRef | Exception]]:
+        "`(index, image as the server sent it)`, or `(index, RuntimeError)` for a prompt that failed, as each request completes; up to `max_concurrency` in flight."
+        self.calls += [p for p, _ in jobs]
+        for batch in stream_async(lambda emit: self._run(jobs, settings, emit)): yield from batch
 
     def generate(self, prompt: str, seed: int, settings: dict) -> Image.Image:
-        "One image of `prompt` from the endpoint, decoded from its `data[0].b64_json`."
-        body = {"model": self.model, "prompt": prompt, "n": 1, "response_format": "b64_json", **settings,
-                **({"seed": seed} if self.send_seed else {})}
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        self.calls.append(prompt)
-        if self._client is None: self._client = httpx.Client(timeout=self.timeout_s)
-        r = self._client.post(f"{self.base_url}/images/generations", json=body, headers={"Authorization": f"Bearer {key}"} if key else {})
-        if r.status_code != 200:
-            raise RuntimeError(redact(f"images endpoint {self.base_url}: HTTP {r.status_code}: {r.text[:300]}",  # a 401 may echo the key
-                                      secret_values([self.api_key_env] if self.api_key_env else [])))
-        try: data = base64.b64decode(r.json()["data"][0]["b64_json"])
-        except (ValueError, KeyError, IndexError, TypeError) as e:
-            raise RuntimeError(f"images endpoint {self.base_url}: the reply has no data[0].b64_json") from e
-        return Image.open(io.BytesIO(data)).convert("RGB")
+        "One image of `prompt` from the endpoint; a failure is raised."
+        (_, result), = self.generate_many([(prompt, seed)], settings)
+        if isinstance(result, Exception): raise result
+        return result.load()
 
 # %% ../nbs/15a_t2i_generate.ipynb #560635be
 def make_generator(spec: str, # "diffusers:<folder>" or "openai-images:<model>"
                    base_url: str | None = None, # the endpoint's URL, for "openai-images:"
                    api_key_env: str | None = None, # NAME of the environment variable holding the endpoint's key
-                   send_seed: bool = False) -> Generator:
+                   send_seed: bool = False,
+                   max_concurrency: int = 32) -> Generator: # an endpoint's requests in flight at once
     "A generator from its spec string."
     kind, _, rest = spec.partition(":")
     if kind == "diffusers" and rest: return DiffusersGenerator(rest)
     if kind == "openai-images" and rest:
         if not base_url: raise ValueError(f"generator {spec!r}: an images endpoint needs generator_base_url")
-        return OpenAIImagesGenerator(rest, base_url, api_key_env, send_seed)
+        return OpenAIImagesGenerator(rest, base_url, api_key_env, send_seed, max_concurrency=max_concurrency)
     raise ValueError(f"generator {spec!r}: expected 'diffusers:<pipeline folder>' or 'openai-images:<model>'")
 
 # %% ../nbs/15a_t2i_generate.ipynb #f68a083e
@@ -115,7 +164,7 @@ def prompt_seed(seed: int, prompt: T2IPrompt) -> int:
 
 class ImageStore:
     "Generated images on disk, one PNG per key of (generator fingerprint, prompt, seed, settings)."
-    def __init__(self, folder: str | Path): self.folder = Path(folder)
+    def __init__(self, folder: str | Path): self.folder, self._folders = Path(folder), set()
 
     def key(self, fingerprint: str, prompt: str, seed: int, settings: dict) -> str:
         "The key, built as the response cache builds its keys: model fingerprint + canonical request."
@@ -124,35 +173,66 @@ class ImageStore:
     def path(self, key: str) -> Path: return self.folder/key[:2]/f"{key}.png"
 
     def get(self, key: str) -> Path | None:
-        "The stored image's path, or None."
-        return p if (p := self.path(key)).is_file() else None
+        "The stored image's path, or None when there is none or its bytes are not the ones stored."
+        p = self.path(key)
+        try: data, recorded = p.read_bytes(), p.with_suffix(".sha256").read_text().strip()
+        except FileNotFoundError:
+            if not p.is_file(): return None
+            try: ImageRef(p).load()                      # stored before hashes were kept: whole if it decodes
+            except ImageDecodeError: return None
+            p.with_suffix(".sha256").write_text(hashlib.sha256(p.read_bytes()).hexdigest())
+            return p
+        return p if hashlib.sha256(data).hexdigest() == recorded else None
 
-    def put(self, key: str, image: Image.Image) -> Path:
-        "Store `image` under `key` atomically; its path."
-        p = self.path(key); p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(suffix=".png.tmp", dir=p.parent); os.close(fd)
-        image.save(tmp, format="PNG"); os.replace(tmp, p)
+    def put(self, key: str, image: Image.Image | ImageRef # a PIL image, or encoded bytes (a PNG is stored as it is)
+           ) -> Path:
+        "Store `image` under `key` as a PNG: its hash first, then the image; its path."
+        p = self.path(key)
+        if p.parent not in self._folders: p.parent.mkdir(parents=True, exist_ok=True); self._folders.add(p.parent)
+        if isinstance(image, ImageRef) and image.mime == "image/png": data = image.read_bytes()
+        else:
+            buf = io.BytesIO(); (image.load() if isinstance(image, ImageRef) else image).save(buf, format="PNG"); data = buf.getvalue()
+        # no temporary name is needed: a PNG cut short by a crash, or read while it is written, fails its hash and is made again
+        p.with_suffix(".sha256").write_text(hashlib.sha256(data).hexdigest())
+        p.write_bytes(data)
         return p
 
 # %% ../nbs/15a_t2i_generate.ipynb #24fd17e3
+STORE_THREADS = 4   # images written to the store at once
+
+def _one_at_a_time(generator: Generator, jobs: Sequence[tuple[str, int]], settings: dict) -> Iterator[tuple[int, Any]]:
+    "`generate_many` for a generator that makes one image per call."
+    for i, (prompt, seed) in enumerate(jobs):
+        try: yield i, generator.generate(prompt, seed, settings)
+        except Exception as e: yield i, e
+
 def generate_cached(prompts: Sequence[T2IPrompt],
                     generator: Generator,
                     store: ImageStore,
                     seed: int = 0, # the run's seed; each prompt's generator seed is `prompt_seed(seed, prompt)`
                     settings: dict | None = None # the generator's call arguments, part of the cache key
                     ) -> tuple[list[Sample], dict]:
-    "One judged-ready `Sample` per prompt, from the store when there, else made and stored; and counts made / cached."
-    settings, out, made = dict(settings or {}), [], 0
-    for p in prompts:
-        s = prompt_seed(seed, p)
-        key = store.key(generator.fingerprint, p.text, s, settings)
-        if (path := store.get(key)) is None:
-            try: image = generator.generate(p.text, s, settings)
-            except Exception as e: raise RuntimeError(f"prompt {p.id!r}: generation failed: {e}") from e
-            path, made = store.put(key, image), made + 1
-        out.append(Sample(p.id, ImageRef(path), "generated", {"prompt": p.text, "category": p.category,
-                                                              "generator": generator.fingerprint, "generator_seed": s}))
-    return out, {"made": made, "cached": len(out) - made}
+    "One judged-ready `Sample` per prompt, from the store when there, else made (many at a time, if the generator can) and stored; and counts made / cached."
+    settings = dict(settings or {})
+    seeds = [prompt_seed(seed, p) for p in prompts]
+    keys = [store.key(generator.fingerprint, p.text, s, settings) for p, s in zip(prompts, seeds)]
+    paths = [store.get(k) for k in keys]
+    todo = [i for i, path in enumerate(paths) if path is None]
+    jobs = [(prompts[i].text, seeds[i]) for i in todo]
+    many = getattr(generator, "generate_many", None)
+    failed, storing = [], {}
+    with ThreadPoolExecutor(STORE_THREADS) as pool:   # stored as they arrive, a few at once: a file write here costs ~0.3 ms
+        for j, result in (many(jobs, settings) if many else _one_at_a_time(generator, jobs, settings)):
+            if isinstance(result, Exception): failed.append((todo[j], result))
+            else: storing[todo[j]] = pool.submit(store.put, keys[todo[j]], result)
+    for i, stored in storing.items(): paths[i] = stored.result()   # a failure elsewhere loses no finished image
+    if failed:
+        i, e = min(failed, key=lambda f: f[0])
+        raise RuntimeError(f"prompt {prompts[i].id!r}: generation failed: {e}" + (f" ({len(failed)} of {len(todo)} prompts "
+                           f"failed; the {len(todo) - len(failed)} images made are stored)" if len(todo) > 1 else "")) from e
+    out = [Sample(p.id, ImageRef(path), "generated", {"prompt": p.text, "category": p.category, "generator": generator.fingerprint,
+                                                      "generator_seed": s}) for p, path, s in zip(prompts, paths, seeds)]
+    return out, {"made": len(todo), "cached": len(prompts) - len(todo)}
 
 # %% ../nbs/15a_t2i_generate.ipynb #a658ee4d
 def rank_generators(per_prompt: pd.DataFrame, # one row per (generator, prompt): generator, category, prompt_id, fractional
