@@ -28,8 +28,8 @@ from .report import (CI_FLAGS, RunPair, condition_label, fmt_ci, in_percent, ite
 # %% auto #0
 __all__ = ['IMAGES_DIR', 'IMAGES_FILE', 'IMAGE_TYPES', 'OUTCOMES', 'ITEM_COLUMNS', 'PREFIXES', 'CHUNK_ITEMS', 'PAGE_ITEMS',
            'EXPLORER_PAGE', 'DATA_DIR', 'PAIR_CELLS', 'save_images', 'outcomes', 'check_items', 'chain_reads',
-           'smoke_samples', 'generic_samples', 'item_records', 'within_comparisons', 'metric_rows', 'csp_hash',
-           'script_json', 'explorer_page', 'metrics_table_html', 'comparison_html', 'comparisons_html',
+           'smoke_samples', 'generic_samples', 'item_columns', 'column_chunk', 'within_comparisons', 'metric_rows',
+           'csp_hash', 'script_json', 'explorer_page', 'metrics_table_html', 'comparison_html', 'comparisons_html',
            'write_run_explorer', 'run_links_html', 'pair_cells', 'write_sweep_explorer', 'pairs_html',
            'sweep_links_html']
 
@@ -143,6 +143,7 @@ def _missing(v) -> bool:
 
 def _text(v) -> str | None:
     "A cell as text for the page (None when missing); numpy scalars as Python's, lists and dicts as JSON."
+    if type(v) is str: return v   # most cells: nothing to do
     if _missing(v): return None
     if isinstance(v, np.generic): v = v.item()
     if isinstance(v, (list, tuple, dict, np.ndarray)): return json.dumps(v.tolist() if isinstance(v, np.ndarray) else v, default=str, ensure_ascii=False)
@@ -154,34 +155,44 @@ def _group(v) -> str | list[str] | None:
     if isinstance(v, (list, tuple, np.ndarray)): return [t for t in (_text(x) for x in v) if t is not None] or None
     return _text(v)
 
-def item_records(frame: pd.DataFrame, # an item frame (`check_items`)
+def _column_values(col: str, values: list) -> tuple[str, str | None, list]:
+    "Where a column's cells go in a record (slot, name within it) and the cells converted for the page."
+    prefix, _, name = col.partition(":")
+    if col == "score": return "s", None, [None if _missing(v) else round(float(v), 4) for v in values]
+    if col == "parts": return "pt", None, [[{_PART_SHORT[k]: t for k, x in dict(p).items() if k in _PART_SHORT and (t := _text(x)) is not None}
+                                            for p in v] if isinstance(v, (list, tuple, np.ndarray)) else None for v in values]
+    if col in _SHORT: return _SHORT[col], None, [_text(v) for v in values]
+    if prefix == "group": return "f", name, [_group(v) for v in values]
+    if prefix == "detail": return "x", name, [_text(v) for v in values]
+    return prefix, name, [_text(v) for v in values]   # read and judge columns: a missing value is kept (no reading, no verdict)
+
+def item_columns(frame: pd.DataFrame, # an item frame (`check_items`)
                  images: Mapping[str, str] # `images.json`: image key -> file
-                ) -> list[dict]:
-    "The items as the page reads them: i (position), k, n, smp, img, p, o, e, g, r, v, s, c; f (groups), rd (readers), j (judges), x (details), pt (parts)."
-    out = []
-    for i, row in enumerate(frame.to_dict("records")):
-        rec: dict[str, Any] = {"i": i}
-        for col, v in row.items():
-            prefix, _, name = col.partition(":")
-            if col == "score":
-                if not _missing(v): rec["s"] = round(float(v), 4)
-            elif col == "parts":
-                if isinstance(v, (list, tuple, np.ndarray)):
-                    rec["pt"] = [{_PART_SHORT[k]: t for k, x in dict(p).items() if k in _PART_SHORT and (t := _text(x)) is not None} for p in v]
-            elif col in _SHORT:
-                if (t := _text(v)) is not None: rec[_SHORT[col]] = t
-            elif prefix == "group":
-                if (g := _group(v)) is not None: rec.setdefault("f", {})[name] = g
-            elif prefix == "read":
-                family, _, reader = name.partition(":")
-                rec.setdefault("rd", {}).setdefault(family, {})[reader] = _text(v)
-            elif prefix in ("judge", "judge_output", "judge_why"):
-                slot = rec.setdefault("j", {}).setdefault(name, [None, None, None])
-                slot[("judge", "judge_output", "judge_why").index(prefix)] = _text(v)
-            elif prefix == "detail":
-                if (t := _text(v)) is not None: rec.setdefault("x", {})[name] = t
-        if "smp" in rec and _IMAGE_PATH.fullmatch(images.get(rec["smp"], "")): rec["img"] = images[rec["smp"]]
-        out.append(rec)
+                ) -> dict:
+    "The items as the page reads them, column by column (null: missing): cols (k, n, smp, img, p, o, e, g, r, v, s, c, pt), f (groups), rd (readers), j (judges: verdict, output, rationale), x (details)."
+    out: dict[str, Any] = {"cols": {}, "f": {}, "rd": {}, "j": {}, "x": {}}
+    judge_slot = {"judge": 0, "judge_output": 1, "judge_why": 2}
+    for col in frame.columns:
+        slot, name, values = _column_values(col, frame[col].tolist())
+        if slot == "read":
+            family, _, reader = name.partition(":")
+            out["rd"].setdefault(family, {})[reader] = values
+        elif slot in judge_slot: out["j"].setdefault(name, [[None] * len(frame)] * 3)[judge_slot[slot]] = values
+        elif name is None: out["cols"][slot] = values
+        else: out[slot][name] = values
+    if "smp" in out["cols"]:
+        out["cols"]["img"] = [f if s is not None and _IMAGE_PATH.fullmatch(f := images.get(s, "")) else None for s in out["cols"]["smp"]]
+    return out
+
+def column_chunk(columns: dict, # `item_columns` (and `m`: each item's cell in each disagreement table)
+                 start: int, stop: int) -> dict:
+    "Items `start` to `stop` of `columns` for one data file: start, n and every list cut; a list with nothing in this slice is left out (readers and judges kept)."
+    cut = lambda v: v[start:stop]
+    keep = lambda v: any(x is not None for x in v)
+    out = {"start": start, "n": stop - start, "cols": {k: cut(v) for k, v in columns["cols"].items() if keep(cut(v))}}
+    for slot in ("f", "x", "m"): out[slot] = {k: cut(v) for k, v in columns.get(slot, {}).items() if keep(cut(v))}
+    out["rd"] = {f: {r: cut(v) for r, v in readers.items()} for f, readers in columns["rd"].items()}
+    out["j"] = {name: [cut(v) for v in three] for name, three in columns["j"].items()}
     return out
 
 # %% ../nbs/21a_explorer.ipynb #e021a21
@@ -351,13 +362,13 @@ def _check_paired_order(run_dir: Path, study: str, frame: pd.DataFrame) -> None:
         raise ValueError(f"{run_dir}: the sample view of {study!r} must give one item per row of {d.file}, in order, keyed by "
                          f"report.item_key of {list(d.item)} (the sweep's paired items point into it)")
 
-def _write_chunks(folder: Path, source: str, records: list[dict], chunk_items: int) -> int:
-    "Write `records` as `items-NNNNN.js` files of `chunk_items` (removing older ones); returns how many."
+def _write_chunks(folder: Path, source: str, columns: dict, n_items: int, chunk_items: int) -> int:
+    "Write the items' `columns` as `items-NNNNN.js` files of `chunk_items` items (removing older ones); returns how many."
     folder.mkdir(parents=True, exist_ok=True)
-    n = math.ceil(len(records) / chunk_items)
+    n = math.ceil(n_items / chunk_items)
     for k in range(n):
-        items = records[k * chunk_items:(k + 1) * chunk_items]
-        write_text_atomic(folder/f"items-{k:05d}.js", f"MMR.chunk({script_json(source)}, {k}, {script_json(items)});\n")
+        part = column_chunk(columns, k * chunk_items, min(n_items, (k + 1) * chunk_items))
+        write_text_atomic(folder/f"items-{k:05d}.js", f"MMR.chunk({script_json(source)}, {k}, {script_json(part)});\n")
     for old in folder.glob("items-*.js"):
         if int(old.stem.split("-")[1]) >= n: old.unlink()
     return n
@@ -377,20 +388,20 @@ def write_run_explorer(run_dir: str | Path, # the run's folder
     frame = check_items(view(run_dir), f"{run_dir}: the sample view of {study or 'an unnamed study'}").reset_index(drop=True)
     _check_paired_order(run_dir, study, frame)
     images = read_json(run_dir/IMAGES_FILE) if (run_dir/IMAGES_FILE).exists() else {}
-    records = item_records(frame, images)
+    columns = item_columns(frame, images)
     comparisons, cells = within_comparisons(frame)
-    for rec, c in zip(records, cells):
-        if c: rec["m"] = c
+    columns["m"] = {c["id"]: [per.get(c["id"]) for per in cells] for c in comparisons}
     groups = [c for c in frame.columns if c.startswith("group:")]
     first = lambda v: (v[0] if len(v) else "") if isinstance(v, (list, tuple, np.ndarray)) else ("" if _missing(v) else str(v))
-    title = f"{m.get('sweep', run_dir.parent.name)} / {m.get('run', run_dir.name)}: every sample"
-    meta = {"title": title, "study": study, "run": run_dir.name, "n": len(records),
-            "chunks": _write_chunks(run_dir/DATA_DIR, run_dir.name, records, chunk_items),
+    condition = ", ".join(f"{k}={v}" for k, v in (m.get("grid") or {}).items()) or m.get("run", run_dir.name)   # as the sweep names it
+    title = f"{m.get('sweep', run_dir.parent.name)} / {condition}: every sample"
+    meta = {"title": title, "study": study, "run": run_dir.name, "n": len(frame),
+            "chunks": _write_chunks(run_dir/DATA_DIR, run_dir.name, columns, len(frame), chunk_items),
             "facets": _facets(frame), "judges": _judges(frame), "comparisons": comparisons, "metrics": metric_rows(run_dir, frame),
             "outcomes": [[o, int(n)] for o, n in pd.Series(frame.get("outcome", pd.Series(dtype=object))).fillna("unscored").value_counts().items()],
             "categories": [first(v) for v in frame[groups[0]]] if groups else [""] * len(frame)}
     write_json(run_dir/DATA_DIR/"meta.json", meta)
-    config = {"mode": "run", "page_items": PAGE_ITEMS, "sources": [{"id": run_dir.name, "name": m.get("run", run_dir.name), "base": "",
+    config = {"mode": "run", "page_items": PAGE_ITEMS, "sources": [{"id": run_dir.name, "name": condition, "base": "",
               "prefix": f"{DATA_DIR}/", "n": meta["n"], "chunks": meta["chunks"]}], **{k: meta[k] for k in ("facets", "judges", "outcomes", "comparisons")}}
     nav = nav_html(("run page", "run.html"), ("sweep summary", "../summary.html"), ("sweep explorer", f"../{EXPLORER_PAGE}"),
                    ("all sweeps", "../../index.html"), ("samples.parquet", "samples.parquet"))

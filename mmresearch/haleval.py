@@ -159,7 +159,7 @@ def disc_samples(run_dir: str | Path # a Hal-Eval discriminative run's folder (i
                         "sample": df.sample_id, "prompt": df.question, "output": df.raw, "error": df.error, "gold": df.label, "read": df.pred,
                         "outcome": outcomes((df.pred == df.label).where(df.pred.notna()), df.parse_ok == False, df.error.notna()),
                         "score": df.get("p_yes"), "cluster": df.sample_id, "group:caption_type": df.caption_type, "group:pair_type": pairs,
-                        "group:domain": df.domain, "detail:caption": df.caption, "detail:hallucinated content": df.content,
+                        "group:domain": df.domain, "detail:hallucinated content": df.content,
                         "detail:parse_method": df.parse_method, "detail:policy": df.policy})
     for c in YES_NO_CHAINS: out[f"read:parser:{c.name}"] = chain_reads(df.raw, c)
     return out

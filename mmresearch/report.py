@@ -693,8 +693,11 @@ PAIRED_COLUMNS = ["comparison", "metric", "positive", "a", "b", "diff", "ci_low"
                   "n_clusters", "few_clusters", "only_a", "only_b"]
 
 def item_key(df: pd.DataFrame, cols: Sequence[str]) -> pd.Series:
-    "One text key per row from `cols` (an item or a cluster): their values as text, joined by the unit separator."
-    return df[list(cols)].astype(str).agg("\x1f".join, axis=1)
+    "One text key per row from `cols` (an item or a cluster): their values as text (`str`), joined by the unit separator."
+    parts = [df[c].astype(object).map(str).to_numpy(dtype=object) for c in cols]   # column by column: 25,000 rows in milliseconds
+    key = parts[0]
+    for p in parts[1:]: key = key + "\x1f" + p
+    return pd.Series(key, index=df.index, dtype=object)
 
 def item_rows(run_dir: str | Path, # a run's folder
               d: PairedItems # the study's declaration

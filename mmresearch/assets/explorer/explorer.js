@@ -17,10 +17,31 @@
   const scripts = {};
   const errors = [];
 
+  // One data file: items start .. start + n - 1, column by column (see mmresearch.explorer.column_chunk); each item is
+  // rebuilt as an object with the fields it has.
+  function rebuild(c) {
+    const items = [];
+    for (let r = 0; r < c.n; r++) {
+      const it = { i: c.start + r };
+      for (const [key, col] of Object.entries(c.cols)) if (col[r] !== null) it[key] = col[r];
+      for (const slot of ["f", "x", "m"]) {
+        for (const [name, col] of Object.entries(c[slot] || {})) if (col[r] !== null) (it[slot] = it[slot] || {})[name] = col[r];
+      }
+      for (const [family, readers] of Object.entries(c.rd || {})) {
+        it.rd = it.rd || {};
+        it.rd[family] = Object.fromEntries(Object.entries(readers).map(([name, col]) => [name, col[r]]));
+      }
+      for (const [name, three] of Object.entries(c.j || {})) (it.j = it.j || {})[name] = three.map(col => col[r]);
+      items.push(it);
+    }
+    return items;
+  }
+
   window.MMR = Object.freeze({
-    chunk(src, k, items) {
+    chunk(src, k, columns) {
       const arr = store[src];
       if (!arr) return;
+      const items = rebuild(columns);
       for (const it of items) arr[it.i] = it;
       read[src] += items.length;
     },
@@ -58,16 +79,17 @@
   }
   const chunkUrl = (s, k) => s.prefix + "items-" + String(k).padStart(5, "0") + ".js";
 
-  // Loads every chunk of the given sources, the first of each first; re-renders as pieces arrive.
+  // Starts reading every chunk of the given sources not asked for yet, the first of each before the rest; each piece
+  // that arrives redraws the list once.
   function loadSources(ids) {
-    const todo = ids.filter(id => source[id]);
-    const firsts = todo.filter(id => source[id].chunks > 0).map(id => loadScript(chunkUrl(source[id], 0)));
-    return Promise.all(firsts).then(() => {
-      schedule();
-      const rest = [];
-      for (const id of todo) for (let k = 1; k < source[id].chunks; k++) rest.push(loadScript(chunkUrl(source[id], k)).then(schedule));
-      return Promise.all(rest);
-    }).then(schedule);
+    for (const id of ids) {
+      const s = source[id];
+      if (!s || !s.chunks || scripts[chunkUrl(s, 0)]) continue;
+      loadScript(chunkUrl(s, 0)).then(() => {
+        schedule();
+        for (let k = 1; k < s.chunks; k++) loadScript(chunkUrl(s, k)).then(schedule);
+      });
+    }
   }
   const complete = ids => ids.every(id => read[id] >= source[id].n);
 
@@ -75,7 +97,7 @@
   function schedule() {
     if (pending) return;
     pending = true;
-    requestAnimationFrame(() => { pending = false; render(); });
+    requestAnimationFrame(() => { pending = false; render(false); });
   }
 
   // ---- state: the hash holds the filters --------------------------------------------------------------------
@@ -246,16 +268,22 @@
 
   // ---- the list -----------------------------------------------------------------------------------------------
   let shown = "";
-  function render() {
+  // Draws the list for the state in the hash; `fromHash`: the hash changed, so the filter controls follow it too
+  // (a redraw because data arrived leaves them alone, and whatever the reader is typing).
+  function render(fromHash) {
     const p = state();
-    syncControls(p);
+    if (fromHash) syncControls(p);
     const pairK = p.get("pair");
     const page = Math.max(1, Number(p.get("page")) || 1);
     let entries, total, needed, view;
     if (pairK !== null && cfg.pairs && cfg.pairs[Number(pairK)]) {
       const pair = cfg.pairs[Number(pairK)];
       needed = [pair.a, pair.b];
-      if (!pairRows[pairK]) { loadScript(pair.file).then(schedule); setStatus("reading the paired items…"); return; }
+      if (!pairRows[pairK]) {
+        if (!scripts[pair.file]) loadScript(pair.file).then(schedule);
+        setStatus("reading the paired items…");
+        return;
+      }
       const test = itemTest(p), cell = p.get("cell");
       const rows = pairRows[pairK].filter(r => cell === null || r[0] === Number(cell));
       entries = [];
@@ -281,7 +309,8 @@
     const slice = entries.slice((at - 1) * PAGE, at * PAGE);
     const done = complete(needed);
     const readNow = needed.reduce((n, id) => n + Math.min(read[id], source[id].n), 0);
-    setStatus((view === "pairs" ? entries.length + " paired items match" : entries.length + " samples match") + " (of " + total + ")" +
+    const many = entries.length === 1 ? ["", "es"] : ["s", ""];
+    setStatus(entries.length + (view === "pairs" ? " paired item" : " sample") + many[0] + " match" + many[1] + " (of " + total + ")" +
       (done ? "" : "; read so far: " + readNow + " of " + needed.reduce((n, id) => n + source[id].n, 0) + " samples") +
       (errors.length ? "; " + errors.join("; ") : "") + (entries.length ? "; showing " + ((at - 1) * PAGE + 1) + "–" + ((at - 1) * PAGE + slice.length) : ""));
     for (const id of ["pager-top", "pager-bottom"]) pager($(id), at, pages);
@@ -291,6 +320,9 @@
       const list = $("list");
       list.replaceChildren(...slice.map(e => view === "pairs" ? pairView(e) : card(e[0], e[1], cfg.mode === "sweep" ? source[e[0]].name : null)));
     }
+    const ms = String(Math.round(performance.now()));   // since navigation start: when the page first showed samples, and read them all
+    if (slice.length && !document.body.dataset.shownMs) document.body.dataset.shownMs = ms;
+    if (done && !document.body.dataset.readyMs) document.body.dataset.readyMs = ms;
     document.body.dataset.ready = done ? "1" : "0";   // every sample the view needs has been read
   }
 
@@ -313,6 +345,6 @@
 
   shell();
   $("clear").addEventListener("click", e => { e.preventDefault(); location.hash = ""; });
-  window.addEventListener("hashchange", render);
-  render();
+  window.addEventListener("hashchange", () => render(true));
+  render(true);
 })();
