@@ -20,19 +20,26 @@
   // One data file: items start .. start + n - 1, column by column (see mmresearch.explorer.column_chunk); each item is
   // rebuilt as an object with the fields it has.
   function rebuild(c) {
-    const items = [];
+    const cols = Object.entries(c.cols);
+    const slots = ["f", "x", "m"].map(slot => [slot, Object.entries(c[slot] || {})]).filter(([, e]) => e.length);
+    const readers = Object.entries(c.rd || {}).map(([family, rs]) => [family, Object.entries(rs)]);
+    const judges = Object.entries(c.j || {});
+    const items = new Array(c.n);
     for (let r = 0; r < c.n; r++) {
       const it = { i: c.start + r };
-      for (const [key, col] of Object.entries(c.cols)) if (col[r] !== null) it[key] = col[r];
-      for (const slot of ["f", "x", "m"]) {
-        for (const [name, col] of Object.entries(c[slot] || {})) if (col[r] !== null) (it[slot] = it[slot] || {})[name] = col[r];
+      for (const [key, col] of cols) if (col[r] !== null) it[key] = col[r];
+      for (const [slot, entries] of slots) {
+        for (const [name, col] of entries) if (col[r] !== null) (it[slot] = it[slot] || {})[name] = col[r];
       }
-      for (const [family, readers] of Object.entries(c.rd || {})) {
-        it.rd = it.rd || {};
-        it.rd[family] = Object.fromEntries(Object.entries(readers).map(([name, col]) => [name, col[r]]));
+      if (readers.length) {
+        it.rd = {};
+        for (const [family, rs] of readers) { const got = it.rd[family] = {}; for (const [name, col] of rs) got[name] = col[r]; }
       }
-      for (const [name, three] of Object.entries(c.j || {})) (it.j = it.j || {})[name] = three.map(col => col[r]);
-      items.push(it);
+      if (judges.length) {
+        it.j = {};
+        for (const [name, three] of judges) it.j[name] = [three[0][r], three[1][r], three[2][r]];
+      }
+      items[r] = it;
     }
     return items;
   }
