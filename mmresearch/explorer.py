@@ -22,7 +22,7 @@ import pandas as pd
 
 from .core import ImageRef
 from .registry import get_paired, get_sample_view, sample_view
-from .report import (CI_FLAGS, RunPair, condition_label, fmt_ci, in_percent, item_key, nav_html, overall_label, read_json,
+from .report import (CI_FLAGS, RunPair, fmt_ci, in_percent, item_key, nav_html, overall_label, read_json,
                      read_manifest, read_sweep, run_pairs, unit, write_json, write_text_atomic)
 
 # %% auto #0
@@ -450,7 +450,8 @@ def _source(sweep_dir: Path, run: dict, keys: Sequence[str]) -> dict | None:
     if run["status"] not in ("ok", "skipped") or not f.exists(): return None
     meta = read_json(f)
     base = quote(run["run"]) + "/"
-    return {"id": run["run"], "name": condition_label(pd.Series(run.get("grid", {}), dtype=object), keys) if keys else run["run"],
+    grid = run.get("grid", {})
+    return {"id": run["run"], "name": ", ".join(f"{k}={grid[k]}" for k in keys if k in grid) or run["run"],   # a cell may leave a grid key out
             "base": base, "prefix": f"{base}{DATA_DIR}/", "n": meta["n"], "chunks": meta["chunks"], "meta": meta}
 
 def _merged(parts: Iterable[list[dict]]) -> list[dict]:
