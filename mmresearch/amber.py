@@ -21,7 +21,7 @@ from .datasets import DataFormatError, LoadStats, dataset_hash
 from .inputs import read_input_text
 from .metrics import N_BOOT, metrics_by, ratio_ci
 from .parsing import PARSERS, final_answer
-from .registry import paired_items, recognises, scorer
+from .registry import paired_items, recognises, sample_view, scorer
 
 # %% auto #0
 __all__ = ['AMBER_TYPES', 'DIMENSIONS', 'GENERATIVE_QUERY', 'COVER_RULES', 'GEN_COLUMNS', 'GEN_METRICS', 'DISC_PARSERS',
@@ -30,7 +30,7 @@ __all__ = ['AMBER_TYPES', 'DIMENSIONS', 'GENERATIVE_QUERY', 'COVER_RULES', 'GEN_
            'amber_vocab', 'load_amber_vocab', 'load_amber_responses', 'extract_nouns', 'spacy_similarity',
            'judge_description', 'judge_descriptions', 'generative_metrics', 'read_verdicts', 'judge_answers',
            'discriminative_metrics', 'answer_correct', 'as_printed', 'score_responses', 'score_amber', 'scene_amber',
-           'amber_questions', 'run_amber', 'vocab_for', 'write_responses']
+           'amber_questions', 'run_amber', 'vocab_for', 'write_responses', 'amber_samples']
 
 # %% ../nbs/16_amber.ipynb #a66c9bae
 AMBER_TYPES: dict[str, str] = {   # annotation type -> what it asks about
@@ -614,3 +614,23 @@ def write_responses(responses: pd.DataFrame, # id and response (None for a faile
 # %% ../nbs/16_amber.ipynb #8b35e064
 paired_items("amber", ["sample_id", "id", "query"], cluster="sample_id", label="truth", pred="parsed", parse_ok="parse_ok",
              positive="no", unparsed="wrong", scored="correct")
+
+# %% ../nbs/16_amber.ipynb #74cdbf59
+@sample_view("amber")
+def amber_samples(run_dir: str | Path # an AMBER run's folder (its samples.parquet)
+                 ) -> pd.DataFrame:
+    "AMBER's questions as explorer items: descriptions with the objects they name, hallucinate and cover; yes/no answers with the truth and the reading."
+    from mmresearch.explorer import outcomes
+    from mmresearch.registry import get_paired
+    from mmresearch.report import item_key
+    df = pd.read_parquet(Path(run_dir)/"samples.parquet")
+    gen = (df.kind == "generative").to_numpy()
+    right = np.where(gen, (df.n_hallucinated == 0).astype(object).where(df.n_hallucinated.notna(), None),
+                     df.correct.astype(object).where(df.correct.notna(), None))
+    dims = [[d for d, kinds in DIMENSIONS.items() if d != "overall" and k in kinds] or ["descriptions"] for k in df.kind]
+    return pd.DataFrame({"item": item_key(df, get_paired("amber").item), "name": df.id.astype(str), "sample": df.sample_id,
+                         "prompt": df.query, "output": df.response, "error": df.error, "gold": df.truth, "read": df.parsed,
+                         "outcome": outcomes(right, unreadable=~gen & (df.parse_ok == False).fillna(False).to_numpy(bool), failed=df.error.notna()),
+                         "cluster": df.sample_id, "group:kind": df.kind,
+                         "group:task": [["generative" if g else "discriminative", "both"] for g in gen], "group:group": dims,
+                         **{f"detail:{c}": df[c] for c in ("mentions", "hallucinated", "covered", "cog", "excluded") if c in df}})

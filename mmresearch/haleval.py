@@ -16,12 +16,12 @@ from .inputs import read_input_text
 from .metrics import N_BOOT, metrics_by, probability_report, wide_table
 from .generation import yes_probabilities
 from .parsing import answer_columns, read_rows
-from .registry import paired_items, recognises, scorer
+from .registry import paired_items, recognises, sample_view, scorer
 
 # %% auto #0
 __all__ = ['HALLUCINATION_TYPES', 'PROMPTS', 'CAPTION_AS_WRITTEN', 'prompt_hash', 'disc_question', 'disc_items',
            'run_discriminative', 'pair_rows', 'disc_metrics', 'metrics_wide', 'disc_probability_metrics', 'score_disc',
-           'write_predictions', 'score_chair', 'compare_disc']
+           'disc_samples', 'write_predictions', 'score_chair', 'compare_disc']
 
 # %% ../nbs/12_haleval.ipynb #8a0ffb7b
 HALLUCINATION_TYPES = ("object", "attribute", "relation", "event")
@@ -146,6 +146,27 @@ def score_disc(rows, # a JSONL path, or dicts with sample_id, caption_type, answ
 # %% ../nbs/12_haleval.ipynb #96ce6b12
 paired_items("haleval_disc", ["domain", "sample_id", "caption_type", "caption"], cluster=["domain", "sample_id"],
              label="label", pred="pred", parse_ok="parse_ok")
+
+# %% ../nbs/12_haleval.ipynb #e622b395
+@sample_view("haleval_disc")
+def disc_samples(run_dir: str | Path # a Hal-Eval discriminative run's folder (its samples.parquet)
+                ) -> pd.DataFrame:
+    "Hal-Eval's captions as explorer items: one per caption asked, its type and pairs, the answer and what each parsing chain reads from it."
+    from mmresearch.explorer import chain_reads, outcomes
+    from mmresearch.parsing import YES_NO_CHAINS
+    from mmresearch.registry import get_paired
+    from mmresearch.report import item_key
+    df = pd.read_parquet(Path(run_dir)/"samples.parquet")
+    types = df[df.caption_type != "true"].groupby("sample_id").caption_type.agg(list)
+    pairs = [types.get(s, []) if t == "true" else [t] for s, t in zip(df.sample_id, df.caption_type)]
+    out = pd.DataFrame({"item": item_key(df, get_paired("haleval_disc").item), "name": df.sample_id + " · " + df.caption_type,
+                        "sample": df.sample_id, "prompt": df.question, "output": df.raw, "error": df.error, "gold": df.label, "read": df.pred,
+                        "outcome": outcomes((df.pred == df.label).where(df.pred.notna()), df.parse_ok == False, df.error.notna()),
+                        "score": df.get("p_yes"), "cluster": df.sample_id, "group:caption_type": df.caption_type, "group:pair_type": pairs,
+                        "group:domain": df.domain, "detail:hallucinated content": df.content,
+                        "detail:parse_method": df.parse_method, "detail:policy": df.policy})
+    for c in YES_NO_CHAINS: out[f"read:parser:{c.name}"] = chain_reads(df.raw, c)
+    return out
 
 # %% ../nbs/12_haleval.ipynb #6fa8f4fb
 def write_predictions(rows: pd.DataFrame, # output of `run_discriminative`

@@ -27,7 +27,7 @@ from .inputs import read_input_text
 from .parsing import final_yes_no
 from .metrics import N_BOOT, ObjectVocab, bleu4, chair, correlation_table, mean_ci, ratio_ci, rouge_l, wide_table
 from .claims import extract_claims, judge as scene_judge
-from .registry import paired_items
+from .registry import paired_items, sample_view
 from .scenes import HAL_TYPES, NUMBER_WORDS, REGIONS, Scene
 
 # %% auto #0
@@ -37,7 +37,7 @@ __all__ = ['LENGTH_PROMPTS', 'COVERAGE', 'SCENE_SYNONYMS', 'EASYVQA_SYNONYMS', '
            'HalVerdict', 'parse_verdict', 'LLMJudge', 'read_types', 'SFTJudge', 'judge_rows', 'chair_matching_used',
            'add_signals', 'run_generative', 'gen_metrics', 'metrics_wide', 'clean_verdicts', 'rate_by_length',
            'plot_rate_vs_length', 'agreement_table', 'load_human_labels', 'human_agreement', 'sft_records',
-           'judge_verdicts', 'write_chair_input']
+           'judge_verdicts', 'gen_samples', 'write_chair_input']
 
 # %% ../nbs/13_halgen.ipynb #c4d1a864
 LENGTH_PROMPTS: dict[str, str] = {
@@ -625,6 +625,36 @@ def judge_verdicts(rows: pd.DataFrame, # judged rows (`judge_rows`, one verdict 
             n = described[f"{j}_n_{t}"].to_numpy(float)
             out.append(pd.DataFrame({**base, "group": t, "value": np.where(np.isnan(n), np.nan, (n == 0).astype(float))}))
     return pd.concat(out, ignore_index=True)
+
+# %% ../nbs/13_halgen.ipynb #9708cc49
+@sample_view("haleval_gen")
+def gen_samples(run_dir: str | Path # a Hal-Eval generative run's folder (its samples.parquet)
+               ) -> pd.DataFrame:
+    "Hal-Eval's descriptions as explorer items: one per image and length condition, each judge's verdict, the hallucinations it found and its correction."
+    from mmresearch.explorer import outcomes
+    from mmresearch.registry import get_paired
+    from mmresearch.report import item_key
+    df = pd.read_parquet(Path(run_dir)/"samples.parquet")
+    judges = [c[:-3] for c in df.columns if c.endswith("_ok") and f"{c[:-3]}_hallucinated" in df.columns]
+    head = df.clean_judge.iloc[0] if len(df) else "exact"
+    counts = df[[f"{head}_n_{t}" for t in HAL_TYPES if f"{head}_n_{t}" in df]].to_numpy(float)
+    clean = pd.array(df.clean, dtype="boolean").fillna(False).to_numpy(bool)
+    found = [[t for t, n in zip(HAL_TYPES, r) if n > 0] or (["none"] if c else []) for r, c in zip(counts, clean)]
+    out = pd.DataFrame({"item": item_key(df, get_paired("haleval_gen").item), "name": df.sample_id, "sample": df.sample_id,
+                        "prompt": df.length_prompt.map(LENGTH_PROMPTS), "output": df.description, "error": df.error,
+                        "outcome": outcomes(df.clean, failed=df.error.notna()), "cluster": df.sample_id,
+                        "group:hallucination type": found, "group:length_prompt": df.length_prompt,
+                        "group:max_new_tokens": df.max_new_tokens.astype(str), "group:domain": df.domain,
+                        "detail:length": df.length, "detail:finish_reason": df.finish_reason, "detail:rouge_l": df.rouge_l,
+                        "detail:chair_i": df.chair_i, "detail:headline judge": df.clean_judge})
+    for j in judges:
+        judged = df.error.isna() & df[f"{j}_ok"].astype(bool)
+        out[f"judge:{j}"] = np.where(judged, np.where(df[f"{j}_hallucinated"] == 1, "hallucinated", "clean"), None)
+        out[f"judge_output:{j}"] = ["; ".join(c) if len(c) else "no hallucination found" if ok else None
+                                    for c, ok in zip(df[f"{j}_contents"], judged)]
+        out[f"judge_why:{j}"] = [f"corrected: {c}" if isinstance(c, str) else f"no verdict: {e}" if isinstance(e, str) else None
+                                 for c, e in zip(df[f"{j}_corrected"], df[f"{j}_error"])]
+    return out
 
 # %% ../nbs/13_halgen.ipynb #12c19d75
 def write_chair_input(rows: pd.DataFrame, # output of `run_generative`

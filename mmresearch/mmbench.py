@@ -25,7 +25,7 @@ from .datasets import DataFormatError
 from .inputs import read_input, read_input_text
 from .parsing import final_answer
 from .metrics import N_BOOT, cluster_bootstrap_sums, mcnemar, mean_ci, percentile_ci
-from .registry import paired_items, scorer
+from .registry import paired_items, sample_view, scorer
 
 # %% auto #0
 __all__ = ['LETTERS', 'ROTATION_OFFSET', 'MMBENCH_PROMPT', 'HINT_LINE', 'REQUIRED_TSV_COLUMNS', 'EXTRACTOR_PROMPT', 'STEPS',
@@ -35,7 +35,7 @@ __all__ = ['LETTERS', 'ROTATION_OFFSET', 'MMBENCH_PROMPT', 'HINT_LINE', 'REQUIRE
            'parse_extractor_reply', 'random_choice', 'extract_choices', 'item_results', 'accuracy_table', 'step_table',
            'CircularResult', 'circular_eval', 'score_passes', 'mc_item', 'items_from_facts', 'read_questions',
            'score_predictions', 'score_mmbench', 'vlmevalkit_choice', 'mc_parser_sensitivity', 'lmms_eval_choice',
-           'lmms_eval_static_choice', 'mc_protocol_table']
+           'lmms_eval_static_choice', 'mc_protocol_table', 'mmbench_samples']
 
 # %% ../nbs/14_mmbench.ipynb #f8fcce85
 LETTERS = string.ascii_uppercase
@@ -850,3 +850,42 @@ def mc_protocol_table(passes: Sequence[MCItem], # the passes that were asked
                     "diff": float(point[j] - point[ref]), "diff_ci_low": float(dlo), "diff_ci_high": float(dhi),
                     "n": int(x[:, k + j].sum()), "source": MC_PROTOCOLS.get(p, "this run's extraction chain")})
     return pd.DataFrame(out)
+
+# %% ../nbs/14_mmbench.ipynb #3b30035c
+def _options_of(text: str) -> dict[str, str]:
+    "Options as `format_options` writes them ('A. text' lines) back to letter -> text."
+    return dict(part.split(". ", 1) for part in re.split(r"\n(?=[A-Z]\. )", text))
+
+@sample_view("mmbench")
+def mmbench_samples(run_dir: str | Path # an MMBench run's folder (items.parquet, and its passes in samples.parquet)
+                   ) -> pd.DataFrame:
+    "MMBench's items as explorer items: every order it was asked in, its circular verdict, and the letters and verdicts of VLMEvalKit's and lmms-eval's rules."
+    from mmresearch.explorer import outcomes
+    from mmresearch.registry import get_paired
+    from mmresearch.report import item_key
+    run_dir = Path(run_dir)
+    items = pd.read_parquet(run_dir/"items.parquet")
+    passes = pd.read_parquet(run_dir/"samples.parquet").sort_values(["index", "rotation"], kind="stable")
+    mc = {int(r.pass_id): MCItem(int(r.pass_id), r.question, _options_of(r.options), r.gold, r.category) for r in passes.itertuples()}
+    theirs = [None if s == "error" else vlmevalkit_choice("" if not isinstance(t, str) else t, mc[int(i)].options) or "Z"
+              for s, t, i in zip(passes.step, passes.prediction, passes.pass_id)]
+    passes = passes.assign(theirs=theirs)
+    verdict = lambda v: None if pd.isna(v) else "right" if v else "wrong"
+    hits = {p: _item_hits(mc, passes, p).circular.map(verdict) for p in MC_PROTOCOLS}
+    by_item = dict(tuple(passes.groupby("index", sort=False)))
+    first = passes[passes.rotation == 0].set_index("index")   # the first order: the gold option's text
+    letters = lambda col: [" ".join(c if isinstance(c, str) else "–" for c in by_item[i][col]) if i in by_item else None for i in items["index"]]
+    parts = [[{"label": f"order {r.rotation + 1}", "prompt": r.prompt, "output": r.prediction if r.step != "error" else None,
+               "read": r.choice, "gold": r.gold, "outcome": "failed" if r.step == "error" else "right" if r.correct else "wrong",
+               "note": f"{r.step}{f' ({r.rule})' if isinstance(r.rule, str) and r.rule else ''}; VLMEvalKit reads {r.theirs}"
+                       + (f"; error: {r.error}" if isinstance(r.error, str) else "")}
+              for r in by_item[i].itertuples()] if i in by_item else [] for i in items["index"]]
+    out = pd.DataFrame({"item": item_key(items, get_paired("mmbench").item), "name": "item " + items["index"].astype(str) + ": " + items.question,
+                        "sample": items.image, "gold": first.gold_text.reindex(items["index"]).to_numpy(),
+                        "outcome": outcomes(items.circular, failed=items.circular.isna() & (items.n_error > 0)), "parts": parts,
+                        "group:category": items.category, "group:domain": items.domain, "detail:vanilla": items.vanilla,
+                        **({"group:l2_category": items.l2_category} if items.l2_category.notna().any() else {}),
+                        "read:parser:ours": letters("choice"), "read:parser:vlmevalkit": letters("theirs"),
+                        "read:protocol:ours": items.circular.map(verdict)})
+    for p, h in hits.items(): out[f"read:protocol:{p}"] = h.reindex(items["index"]).to_numpy()
+    return out

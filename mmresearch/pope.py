@@ -21,7 +21,7 @@ from .inputs import list_input
 from .metrics import N_BOOT, metrics_by, probability_report, wide_table
 from .generation import yes_probabilities
 from .parsing import PARSERS, answer_columns
-from .registry import paired_items, recognises, scorer
+from .registry import paired_items, recognises, sample_view, scorer
 from .protocols import protocol_table
 from .repope import load_repope, relabel, relabel_counts, repope_difference
 from .scenes import Scene
@@ -30,7 +30,7 @@ from .scenes import Scene
 __all__ = ['QUESTION_TEMPLATE', 'SPLITS', 'ITEM_COLUMNS', 'DEFAULT_POLICY', 'POPE_FILE_PATTERNS', 'pope_question',
            'sample_objects', 'object_stats', 'keyed_rng', 'sample_negatives', 'pope_items', 'file_items', 'run_pope',
            'pope_metrics', 'pope_wide', 'pope_probability_metrics', 'write_pope_questions', 'repope_result',
-           'score_pope']
+           'score_pope', 'pope_samples']
 
 # %% ../nbs/13_pope.ipynb #ac1a5a07
 QUESTION_TEMPLATE = "Is there {article} {object} in the image?"
@@ -436,3 +436,27 @@ def score_pope(input_path: str | Path | Iterable[dict], # POPE answer file (JSON
 # %% ../nbs/13_pope.ipynb #475b2e1d
 paired_items("pope", ["domain", "split", "question_id", "question"], cluster=["domain", "sample_id"],
              label="label", pred="parsed", parse_ok="parse_ok")
+
+# %% ../nbs/13_pope.ipynb #9504b0ae
+@sample_view("pope")
+def pope_samples(run_dir: str | Path # a POPE run's folder (its samples.parquet)
+                ) -> pd.DataFrame:
+    "POPE's questions as explorer items: one per question, with what each parsing chain and each harness's rule reads from its answer."
+    from mmresearch.explorer import chain_reads, outcomes
+    from mmresearch.parsing import YES_NO_CHAINS
+    from mmresearch.protocols import POPE_PROTOCOLS
+    from mmresearch.registry import get_paired
+    from mmresearch.report import item_key
+    df = pd.read_parquet(Path(run_dir)/"samples.parquet")
+    out = pd.DataFrame({"item": item_key(df, get_paired("pope").item), "name": df.question_id.astype(str), "sample": df.sample_id,
+                        "prompt": df.question, "output": df.raw, "error": df.error, "gold": df.label, "read": df.parsed,
+                        "outcome": outcomes((df.parsed == df.label).where(df.parsed.notna()), df.parse_ok == False, df.error.notna()),
+                        "score": df.get("p_yes"), "cluster": df.sample_id, "group:split": df.split, "group:label": df.label,
+                        "group:domain": df.domain, "detail:object": df.object, "detail:parser": df.parser, "detail:policy": df.policy,
+                        "detail:parse_method": df.parse_method, "detail:p_yes_error": df.get("p_yes_error")})
+    for c in YES_NO_CHAINS: out[f"read:parser:{c.name}"] = chain_reads(df.raw, c)
+    out["read:protocol:ours"] = df.parsed.where(df.raw.notna(), None)
+    readers: dict = {}
+    for p in POPE_PROTOCOLS[1:]: readers.setdefault(p.read, []).append(p.name)
+    for read, names in readers.items(): out[f"read:protocol:{' = '.join(names)}"] = [read(t) if isinstance(t, str) else None for t in df.raw]
+    return out

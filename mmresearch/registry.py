@@ -12,15 +12,17 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 # %% auto #0
-__all__ = ['SCORERS', 'DOMAINS', 'STUDY_DOMAINS', 'FINDINGS', 'PAIRED', 'RECOGNISERS', 'scorer', 'domain', 'finding_for',
-           'declared', 'scorer_names', 'get_scorer', 'get_domain', 'get_finding', 'PairedItems', 'paired_items',
-           'get_paired', 'FileKind', 'recognises', 'file_kinds', 'recognise', 'check_domain']
+__all__ = ['SCORERS', 'DOMAINS', 'STUDY_DOMAINS', 'FINDINGS', 'SAMPLE_VIEWS', 'PAIRED', 'RECOGNISERS', 'scorer', 'domain',
+           'finding_for', 'sample_view', 'declared', 'scorer_names', 'get_scorer', 'get_domain', 'get_finding',
+           'get_sample_view', 'PairedItems', 'paired_items', 'get_paired', 'FileKind', 'recognises', 'file_kinds',
+           'recognise', 'check_domain']
 
 # %% ../nbs/00a_registry.ipynb #ae573d77
 SCORERS: dict[str, Callable[..., dict]] = {}   # scorer name -> scorer(predictions_path, **options) -> JSON-safe dict
 DOMAINS: dict[str, Callable] = {}              # domain name -> loader(n=, seed=, split=) -> Dataset
 STUDY_DOMAINS: dict[str, tuple[str, ...]] = {} # scorer name -> the domains its study's experiment runs on
 FINDINGS: dict[str, Callable] = {}             # experiment notebook name -> finding(info, metrics, sweep_dir) -> report.Finding
+SAMPLE_VIEWS: dict[str, Callable] = {}         # experiment notebook name -> view(run_dir) -> the explorer's item frame
 
 def _register(table: dict, kind: str, name: str, fn: Callable) -> Callable:
     old = table.get(name)
@@ -48,9 +50,13 @@ def finding_for(notebook: str): # the experiment notebook's name without .ipynb,
     "Decorator: register `fn(info, metrics, sweep_dir) -> report.Finding | None` as the finding its sweeps' summaries open with."
     return lambda fn: _register(FINDINGS, "finding_for", notebook, fn)
 
+def sample_view(notebook: str): # the experiment notebook's name without .ipynb, e.g. "pope"
+    "Decorator: register `fn(run_dir) -> pandas.DataFrame` (`explorer.ITEM_COLUMNS`) as how the explorer shows a run's samples."
+    return lambda fn: _register(SAMPLE_VIEWS, "sample_view", notebook, fn)
+
 
 # %% ../nbs/00a_registry.ipynb #ed38c40b
-def declared(kind: str # "scorer", "domain", "finding_for", "paired_items" or "recognises"
+def declared(kind: str # "scorer", "domain", "finding_for", "paired_items", "recognises" or "sample_view"
             ) -> dict[str, str]:
     "Names declared with `@kind(...)` (or a call `kind(...)` at the start of a line) in the package's modules, each mapped to its module's import name."
     import mmresearch
@@ -82,6 +88,10 @@ def get_domain(name: str) -> Callable:
 def get_finding(notebook: str) -> Callable | None:
     "The finding declared for the experiment notebook `notebook`, its module imported on first use; None when none is."
     return _lookup(FINDINGS, "finding_for", notebook) if notebook in FINDINGS or notebook in declared("finding_for") else None
+
+def get_sample_view(notebook: str) -> Callable | None:
+    "The sample view declared for the experiment notebook `notebook`, its module imported on first use; None when none is."
+    return _lookup(SAMPLE_VIEWS, "sample_view", notebook) if notebook in SAMPLE_VIEWS or notebook in declared("sample_view") else None
 
 
 # %% ../nbs/00a_registry.ipynb #e92e9cb6

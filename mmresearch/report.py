@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 
 from .batchcheck import batch_invariance_html, batch_invariance_runs_html
@@ -38,10 +39,10 @@ __all__ = ['MANIFEST', 'SPAN_COLOURS', 'NO_SCRIPT_META', 'SWEEP_FILE', 'CI_FLAGS
            'few_clusters_marks', 'condition_label', 'metric_table', 'plot_metric', 'in_percent', 'unit', 'with_units',
            'fmt_ci', 'overall_label', 'Finding', 'varying_keys', 'plt_colours', 'disc_finding', 'headline_judge_rows',
            'length_finding', 'mmbench_finding', 'category_finding', 'headline_finding', 't2i_finding', 'pope_finding',
-           'finding', 'write_finding', 'compare_table', 'render_compare', 'item_rows', 'paired_comparisons',
-           'quiet_progress', 'md_text', 'md_code', 'generic_summary_path', 'literal_text', 'socket_file_kernel_manager',
-           'run_report_notebook', 'render_summary', 'unfinished_summary', 'runs_links_html', 'headline_value',
-           'render_index', 'checked_sweep']
+           'finding', 'write_finding', 'compare_table', 'render_compare', 'item_key', 'item_rows', 'RunPair',
+           'run_pairs', 'paired_comparisons', 'quiet_progress', 'md_text', 'md_code', 'generic_summary_path',
+           'literal_text', 'socket_file_kernel_manager', 'run_report_notebook', 'render_summary', 'unfinished_summary',
+           'runs_links_html', 'headline_value', 'render_index', 'checked_sweep']
 
 # %% ../nbs/21_report.ipynb #59129d39
 MANIFEST = "manifest.json"
@@ -266,9 +267,11 @@ def nav_html(*links: tuple[str, str]) -> str:
     return '<nav class="mmr-nav">' + " · ".join(f'<a href="{html.escape(h, quote=True)}">{html.escape(t)}</a>' for t, h in links) + "</nav>"
 
 def render_run(run_dir: str | Path) -> Path:
-    "Write `run.html` from the run's executed notebook and manifest; returns its path."
+    "Write the run's explorer (`explorer.write_run_explorer`) and `run.html` from its executed notebook and manifest; returns the page's path."
     import nbformat
+    from mmresearch.explorer import run_links_html, write_run_explorer
     run_dir = Path(run_dir)
+    explorer = write_run_explorer(run_dir)   # None: no samples.parquet (a run that failed before writing it)
     nb = nbformat.read(run_dir/"run.ipynb", as_version=4)
     m = read_manifest(run_dir)
     title = f"{m.get('sweep', run_dir.parent.name)} / {m.get('run', run_dir.name)}"
@@ -277,8 +280,9 @@ def render_run(run_dir: str | Path) -> Path:
               if status == "failed" else "")
     checks = batch_invariance_html(m.get("study", {}).get("batch_invariance"))  # '' when the run did not check
     page = notebook_html(nb, title, before=[nav_html(("all sweeps", "../../index.html"), ("sweep summary", "../summary.html"),
-                                                     ("executed notebook", "run.ipynb")) + banner],
-                         after=[*([checks] if checks else []), manifest_html(m, "Run manifest")])
+                                                     ("executed notebook", "run.ipynb"), *([("every sample", "explorer.html")] if explorer else []))
+                                            + banner],
+                         after=[*([checks] if checks else []), *([run_links_html(run_dir)] if explorer else []), manifest_html(m, "Run manifest")])
     return write_text_atomic(run_dir/"run.html", page)
 
 # %% ../nbs/21_report.ipynb #b77dbc5e
@@ -712,9 +716,12 @@ def render_compare(sweep_dir: str | Path) -> Path | None:
 PAIRED_COLUMNS = ["comparison", "metric", "positive", "a", "b", "diff", "ci_low", "ci_high", "p_value", "test", "mde", "n", "n_unscored",
                   "n_clusters", "few_clusters", "only_a", "only_b"]
 
-def _key(df: pd.DataFrame, cols: Sequence[str]) -> pd.Series:
-    "One text key per row from `cols` (an item or a cluster)."
-    return df[list(cols)].astype(str).agg("\x1f".join, axis=1)
+def item_key(df: pd.DataFrame, cols: Sequence[str]) -> pd.Series:
+    "One text key per row from `cols` (an item or a cluster): their values as text (`str`), joined by the unit separator."
+    parts = [df[c].astype(object).map(str).to_numpy(dtype=object) for c in cols]   # column by column: 25,000 rows in milliseconds
+    key = parts[0]
+    for p in parts[1:]: key = key + "\x1f" + p
+    return pd.Series(key, index=df.index, dtype=object)
 
 def item_rows(run_dir: str | Path, # a run's folder
               d: PairedItems # the study's declaration
@@ -725,7 +732,7 @@ def item_rows(run_dir: str | Path, # a run's folder
     df = pd.read_parquet(f)
     missing = [c for c in (*d.item, *d.cluster, d.correct, d.label, d.pred, d.scored) if c and c not in df.columns]
     if missing: raise ValueError(f"{f}: no column(s) {missing}, which the study declares in paired_items (columns: {list(df.columns)})")
-    key = _key(df, d.item)
+    key = item_key(df, d.item)
     if key.duplicated().any(): raise ValueError(f"{f}: item {key[key.duplicated()].iloc[0]!r} has several rows; the item columns {list(d.item)} must name one row each")
     ok = ~(df[d.error].notna() if d.error and d.error in df.columns else pd.Series(False, index=df.index))
     if d.scored: ok &= df[d.scored].notna()
@@ -737,20 +744,29 @@ def item_rows(run_dir: str | Path, # a run's folder
         raise ValueError(f"{f}: {d.parse_ok} of item {key[bad].iloc[0]!r} is {parse_ok[bad].iloc[0]!r}; expected True, False or missing")
     return pd.DataFrame({"label": label.to_numpy(), "pred": pred.astype(object).where(ok & pred.notna(), None).to_numpy(),
                          "parse_ok": None if parse_ok is None else parse_ok.to_numpy(),
-                         "cluster": (_key(df, d.cluster) if d.cluster else key).to_numpy(), "scored": ok.to_numpy()}, index=key.to_numpy())
+                         "cluster": (item_key(df, d.cluster) if d.cluster else key).to_numpy(), "scored": ok.to_numpy()}, index=key.to_numpy())
 
-def paired_comparisons(sweep_dir: str | Path # the sweep's report folder
-                      ) -> tuple[pd.DataFrame, list[str]]:
-    "Per pair of finished runs differing in one condition, `compare_conditions` on their shared items (`PAIRED_COLUMNS`); and why pairs got none."
-    from mmresearch.metrics import compare_conditions
+@dataclass
+class RunPair:
+    "Two finished runs of a sweep that differ in one condition and share items, with their items as `item_rows` reads them."
+    name: str # the comparison, e.g. "cot: False → True (domain=in_domain)"
+    a: str # the first run's folder name
+    b: str # the second's
+    rows_a: pd.DataFrame # `item_rows` of the first run (index: item key)
+    rows_b: pd.DataFrame # and of the second
+    shared: pd.Index # the item keys both asked, sorted
+    scored: np.ndarray # per shared key: scored in both runs (a row either leaves out is left out of both)
+
+def run_pairs(sweep_dir: str | Path # the sweep's report folder
+             ) -> tuple[PairedItems | None, list[RunPair], list[str]]:
+    "The study's paired items, every pair of finished runs differing in one condition that shares items with the same gold answers, and why the other pairs have none."
     sweep_dir, info = Path(sweep_dir), read_sweep(sweep_dir)
     study = Path(str(info.get("notebook", ""))).stem
     d = get_paired(study)
-    empty = pd.DataFrame(columns=PAIRED_COLUMNS)
-    if d is None: return empty, [f"The study {study!r} declares no paired items (registry.paired_items), so its conditions are compared side by side only."]
+    if d is None: return None, [], [f"The study {study!r} declares no paired items (registry.paired_items), so its conditions are compared side by side only."]
     done = [r for r in info["runs"] if r["status"] in ("ok", "skipped")]
     keys = [k for k in info.get("grid_keys", []) if len({str(r.get("grid", {}).get(k)) for r in done}) > 1]
-    rows, parts, notes = {}, [], []
+    rows, pairs, notes = {}, [], []
     for a, b in combinations(done, 2):
         ga, gb = ({k: str(r.get("grid", {}).get(k)) for k in keys} for r in (a, b))
         differ = [k for k in keys if ga[k] != gb[k]]
@@ -764,17 +780,28 @@ def paired_comparisons(sweep_dir: str | Path # the sweep's report folder
         if ra is None or rb is None: continue
         shared = ra.index.intersection(rb.index).sort_values()
         if not len(shared): notes.append(f"{name}: the two runs share no item (they asked different questions), so there is no paired test."); continue
-        ia, ib = ra.loc[shared], rb.loc[shared]
-        both = (ia.scored & ib.scored).to_numpy()   # a row either run does not score is left out of both (n_unscored), whatever `unparsed` says
-        ia, ib = ia[both], ib[both]
-        if (ia.label != ib.label).any(): notes.append(f"{name}: items with the same id have different gold answers, so they are not the same items; no paired test."); continue
+        both = (ra.scored.loc[shared] & rb.scored.loc[shared]).to_numpy()
+        if (ra.label.loc[shared][both] != rb.label.loc[shared][both]).any():
+            notes.append(f"{name}: items with the same id have different gold answers, so they are not the same items; no paired test."); continue
+        pairs.append(RunPair(name, a["run"], b["run"], ra, rb, shared, both))
+    if not pairs and not notes: notes.append("No two finished runs differ in one condition only, so there is no paired test.")
+    return d, pairs, notes
+
+def paired_comparisons(sweep_dir: str | Path # the sweep's report folder
+                      ) -> tuple[pd.DataFrame, list[str]]:
+    "Per pair of finished runs differing in one condition, `compare_conditions` on their shared items (`PAIRED_COLUMNS`); and why pairs got none."
+    from mmresearch.metrics import compare_conditions
+    d, pairs, notes = run_pairs(sweep_dir)
+    parts = []
+    for p in pairs:
+        ia, ib = p.rows_a.loc[p.shared][p.scored], p.rows_b.loc[p.shared][p.scored]
         c = compare_conditions(ia.label, ia.pred, ib.pred, ia.parse_ok, ib.parse_ok, cluster=ia.cluster.to_numpy() if d.cluster else None,
                                unparsed=d.unparsed, positive=d.positive)
         if d.correct: c = c[c.metric == "accuracy"]
-        parts.append(c.assign(comparison=name, positive=d.positive, n_unscored=c.n_unscored + int((~both).sum()),
-                              only_a=len(ra) - len(shared), only_b=len(rb) - len(shared)))
-    if not parts and not notes: notes.append("No two finished runs differ in one condition only, so there is no paired test.")
-    return (pd.concat(parts, ignore_index=True).reindex(columns=PAIRED_COLUMNS) if parts else empty), notes
+        parts.append(c.assign(comparison=p.name, positive=d.positive, n_unscored=c.n_unscored + int((~p.scored).sum()),
+                              only_a=len(p.rows_a) - len(p.shared), only_b=len(p.rows_b) - len(p.shared)))
+    return (pd.concat(parts, ignore_index=True).reindex(columns=PAIRED_COLUMNS) if parts else pd.DataFrame(columns=PAIRED_COLUMNS)), notes
+
 
 # %% ../nbs/21_report.ipynb #f30b75a0
 def quiet_progress() -> None:
@@ -847,8 +874,9 @@ def run_report_notebook(notebook: str | Path, # the notebook to execute
 def render_summary(sweep_dir: str | Path, # the sweep's report folder
                    notebook: str | Path | None = None, # a study's own summary notebook; default `generic_summary_path()`
                    cwd: str | Path | None = None) -> Path: # where the summary kernel runs
-    "Execute the summary notebook into `summary.ipynb` and render `summary.html` (a page saying so when no run finished); returns the HTML path."
+    "Execute the summary notebook into `summary.ipynb`, write the sweep's explorer (`explorer.write_sweep_explorer`) and render `summary.html` (a page saying so when no run finished); returns the HTML path."
     import nbformat
+    from mmresearch.explorer import sweep_links_html, write_sweep_explorer
     sweep_dir = Path(sweep_dir).resolve()
     out = sweep_dir/"summary.ipynb"
     info = read_sweep(sweep_dir)
@@ -857,18 +885,21 @@ def render_summary(sweep_dir: str | Path, # the sweep's report folder
     run_report_notebook(notebook or generic_summary_path(), out, parameters={"sweep_dir": str(sweep_dir)}, cwd=cwd or sweep_dir)
     write_finding(sweep_dir)
     compare = render_compare(sweep_dir)
+    explorer = write_sweep_explorer(sweep_dir)   # None: no run has samples
     sweep_manifest = {k: v for k, v in info.items() if k != "runs"}
     checks = batch_invariance_runs_html([(r["run"], read_manifest(sweep_dir/r["run"]).get("study", {}).get("batch_invariance"))
                                          for r in info["runs"]])  # '' when no run checked
     page = notebook_html(nbformat.read(out, as_version=4), f"{info['name']}: summary",
-                         before=[nav_html(("all sweeps", "../index.html"), *([("models compared", COMPARE_PAGE)] if compare else []))],
-                         after=[*([checks] if checks else []), runs_links_html(info), manifest_html(sweep_manifest, "Sweep manifest")])
+                         before=[nav_html(("all sweeps", "../index.html"), *([("models compared", COMPARE_PAGE)] if compare else []),
+                                          *([("every sample", "explorer.html")] if explorer else []))],
+                         after=[*([checks] if checks else []), *([sweep_links_html(sweep_dir)] if explorer else []), runs_links_html(info),
+                                manifest_html(sweep_manifest, "Sweep manifest")])
     return write_text_atomic(sweep_dir/"summary.html", page)
 
 def unfinished_summary(sweep_dir: Path, info: dict) -> Path:
     "The summary of a sweep in which no run finished: which runs failed and why, with links to their pages; nothing to compare."
     import nbformat
-    for f in ("summary.ipynb", FINDING_PNG, FINDING_JSON, COMPARE_PAGE): (sweep_dir/f).unlink(missing_ok=True)
+    for f in ("summary.ipynb", FINDING_PNG, FINDING_JSON, COMPARE_PAGE, "explorer.html"): (sweep_dir/f).unlink(missing_ok=True)
     tried = [r for r in info["runs"] if r["status"] != "not run"]
     errors = "".join(f'<li><a href="{html.escape(r["run"], quote=True)}/run.html">{html.escape(r["run"])}</a>: '
                      f'{html.escape(excerpt(r.get("error") or r["status"], 500))}</li>' for r in tried)
@@ -905,6 +936,7 @@ def _sweep_line(sd: Path, info: dict) -> str:
     counts = pd.Series([r["status"] for r in info["runs"]]).value_counts()
     status = ", ".join(f'<span class="{e(s.replace(" ", "-"))}">{n} {e(s)}</span>' for s, n in counts.items())
     compare = f' · <a href="{name}/{COMPARE_PAGE}">models compared</a>' if (sd/COMPARE_PAGE).exists() else ""
+    compare += f' · <a href="{name}/explorer.html">every sample</a>' if (sd/"explorer.html").exists() else ""
     text = (f'<b>{e(rec["title"])}.</b> {e(" ".join(rec["sentences"]))}' if rec else "No finding yet (no run has metrics).")
     return f'<tr><td>{thumb}</td><td>{title}<br><small>{status}{compare}</small></td><td>{text}</td></tr>'
 
@@ -923,6 +955,7 @@ def render_index(reports_dir: str | Path) -> Path:
         for r in info["runs"]:
             link = (f'<a href="{e(sd.name, quote=True)}/{e(r["run"], quote=True)}/run.html">{e(r["run"])}</a>'
                     if (sd/r["run"]/"run.html").exists() else e(r["run"]))
+            if (sd/r["run"]/"explorer.html").exists(): link += f' · <a href="{e(sd.name, quote=True)}/{e(r["run"], quote=True)}/explorer.html">samples</a>'
             err = f'<br><small>{e(str(r.get("error") or ""))}</small>' if r["status"] == "failed" else ""
             rows.append(f'<tr><td>{link}</td>' + "".join(f'<td>{e(str(r.get("grid", {}).get(k, "")))}</td>' for k in keys)
                         + f'<td class="{e(r["status"].replace(" ", "-"))}">{e(r["status"])}{err}</td>'

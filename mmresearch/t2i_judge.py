@@ -24,6 +24,7 @@ from PIL import Image
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from .cache import CachedModel, ResponseCache, cache_key
+from .registry import sample_view
 from .core import ImageRef, Message, Request, Response, Sample, stable_hash, user
 from .parsing import final_answer
 from .datasets import IMAGE_SUFFIXES, DataFormatError
@@ -36,14 +37,14 @@ from .scenes import (CATEGORIES, COLORS, NUMBER_WORDS, OPPOSITE_OF, RELATION_PHR
 # %% auto #0
 __all__ = ['T2I_CATEGORIES', 'ATTRIBUTE_CATEGORIES', 'RELATION_PHRASES', 'OPPOSITE', 'EVENT_PHRASES', 'COMPBENCH_FILE_CATEGORIES',
            'DEVIATIONS', 'CATEGORY_DEVIATIONS', 'SPACY_PACKAGE', 'SPACY_EXCLUDE', 'FOCUS', 'ASPECT', 'JUDGE_MODES',
-           'PROTOCOLS', 'JUDGE_FAILURES', 'VQASCORE_QUESTION', 'max_score', 'check_category', 'Thing', 'PromptSpec',
-           'T2IPrompt', 'make_prompts', 'prompt_set', 'compbench_category', 'load_prompts', 'folder_samples', 'layout',
-           'satisfies', 'applicable_deviations', 'deviate', 'draw_prompt', 'render_prompts', 'NounChunk',
-           'spacy_pipeline', 'noun_chunks', 'spacy_fingerprint', 'cached_noun_chunks', 'attribute_rubric',
+           'PROTOCOLS', 'JUDGE_FAILURES', 'VQASCORE_QUESTION', 'HIGH_SCORE', 'max_score', 'check_category', 'Thing',
+           'PromptSpec', 'T2IPrompt', 'make_prompts', 'prompt_set', 'compbench_category', 'load_prompts',
+           'folder_samples', 'layout', 'satisfies', 'applicable_deviations', 'deviate', 'draw_prompt', 'render_prompts',
+           'NounChunk', 'spacy_pipeline', 'noun_chunks', 'spacy_fingerprint', 'cached_noun_chunks', 'attribute_rubric',
            'prompt_rubric', 'Question', 'questions_for', 'describe_request', 'score_request', 'reask_request',
            'InvalidVerdict', 'Verdict', 'parse_score', 'parse_verdict', 'JudgeFailure', 'T2IJudge', 'prompt_scores',
            'summarize', 'meta_evaluate', 'deviation_table', 'colours_in_image', 'palette_judge', 'trust_verdicts',
-           'vqascore', 'judge_agreement', 'judge_verdicts']
+           'vqascore', 'judge_agreement', 'judge_verdicts', 't2i_samples']
 
 # %% ../nbs/15_t2i_judge.ipynb #a4e7505c
 T2I_CATEGORIES = ("color", "shape", "texture", "spatial", "spatial_3d", "action", "numeracy", "complex")
@@ -858,3 +859,41 @@ def judge_verdicts(rows: pd.DataFrame, # judge rows of several judges on the sam
                          "value": per.fractional.astype(float),
                          **({"truth": per.faithful.astype(float)} if "faithful" in per else {})})
     return pd.concat([long.assign(group="all"), long], ignore_index=True)
+
+# %% ../nbs/15_t2i_judge.ipynb #c209c984
+HIGH_SCORE = 0.75   # a fractional score at or above it is a "high" verdict (the run page's examples read scores so)
+
+@sample_view("t2i_judge")
+def t2i_samples(run_dir: str | Path # a text-to-image judge run's folder (samples.parquet, extra_judges.parquet when it has extra judges)
+               ) -> pd.DataFrame:
+    "The judged images as explorer items: every judge's verdict, description and explanations, the run's own judge's questions, and whether its verdict matched the truth."
+    from mmresearch.explorer import outcomes
+    run_dir = Path(run_dir)
+    rows = pd.read_parquet(run_dir/"samples.parquet")
+    label = f"{rows.judge_spec.iloc[0]} ({rows['mode'].iloc[0]})" if len(rows) else "judge"
+    judged = [(label, rows)]
+    if (run_dir/"extra_judges.parquet").exists():
+        judged += list(pd.read_parquet(run_dir/"extra_judges.parquet").groupby("judge_label", sort=False))
+    main = prompt_scores(rows).set_index("sample_id")
+    high = main.fractional >= HIGH_SCORE
+    truth = main.faithful.astype("boolean") if "faithful" in main else pd.Series(pd.NA, index=main.index, dtype="boolean")
+    right = (high == truth).astype("boolean").mask(main.fractional.isna() | truth.isna())
+    questions = {s: g for s, g in rows.groupby("sample_id", sort=False)}
+    note = lambda r: r.explanation if isinstance(r.explanation, str) else f"{r.failure}: {r.failure_message}" if isinstance(r.failure, str) else None
+    out = pd.DataFrame({"item": main.index, "sample": main.index, "prompt": main.prompt, "output": [questions[s].description.iloc[0] for s in main.index],
+                        "score": main.fractional, "outcome": outcomes(right, failed=main.fractional.isna() & (main.n_failed > 0)),
+                        "cluster": main.prompt_id if "prompt_id" in main else main.prompt, "group:category": main.category,
+                        **({"group:truth": np.where(main.faithful == 1, "faithful", "deviated"), "group:deviation": main.deviation,
+                            "detail:deviation": main.deviation_note} if "faithful" in main else {}),
+                        "parts": [[{"label": r.chunk if isinstance(r.chunk, str) else f"question {r.question + 1}",
+                                    "output": f"{r.score:g} of {r.max_score}" if pd.notna(r.score) else None, "note": note(r)}
+                                   for r in questions[s].itertuples()] for s in main.index]}).reset_index(drop=True)
+    for name, r in judged:
+        per = prompt_scores(r).set_index("sample_id").reindex(main.index)
+        g = {s: q for s, q in r.groupby("sample_id", sort=False)}
+        out[f"judge:{name}"] = np.where(per.fractional.isna(), None, np.where(per.fractional >= HIGH_SCORE, "high", "low"))
+        out[f"judge_output:{name}"] = [f"fractional score {f:.2f}" if pd.notna(f) else "no score" for f in per.fractional]
+        out[f"judge_why:{name}"] = ["\n".join(x for x in [g[s].description.iloc[0] if isinstance(g[s].description.iloc[0], str) else None,
+                                                           *(note(q) for q in g[s].itertuples())] if x) or None if s in g else None
+                                    for s in main.index]
+    return out

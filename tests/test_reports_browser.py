@@ -121,3 +121,25 @@ def test_no_script_runs_in_chromium(hostile_reports, bypass_csp):
             if path != "index.html": assert "window.__pwned" in body, path          # the text is there, as text
         browser.close()
     assert dialogs == []
+
+
+@needs_chromium
+def test_hostile_sweep_explorers_show_it_as_text(hostile_reports):
+    "The same sweep's explorers (issue 43): the model's answer and name are on the page as text, no script of theirs runs."
+    from playwright.sync_api import sync_playwright
+    reports, run = hostile_reports
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        page = browser.new_page()
+        problems, dialogs = [], []
+        page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort())
+        for path in ("hostile/explorer.html", f"hostile/{run}/explorer.html"):
+            page.goto((reports/path).as_uri())
+            page.wait_for_selector("body[data-ready='1']")
+            body = page.inner_text("body")
+            assert HOSTILE["answer"] in body and "window.__pwned" in page.title() + body, path
+            assert page.evaluate("window.__pwned") is None, (path, page.evaluate("window.__pwned"))
+        browser.close()
+    assert problems == [] and dialogs == []
