@@ -686,7 +686,7 @@ def render_compare(sweep_dir: str | Path) -> Path | None:
 
 # %% ../nbs/21_report.ipynb #bff6fa3d
 PAIRED_COLUMNS = ["comparison", "metric", "positive", "a", "b", "diff", "ci_low", "ci_high", "p_value", "test", "mde", "n", "n_unscored",
-                  "n_clusters", "few_clusters", "only_a", "only_b"]
+                  "n_clusters", "few_clusters", "ci_note", "only_a", "only_b"]
 
 def _key(df: pd.DataFrame, cols: Sequence[str]) -> pd.Series:
     "One text key per row from `cols` (an item or a cluster)."
