@@ -2,7 +2,7 @@
 its in-domain file (the size of one of its files: 25,000 questions, each record its own 640x480 JPEG, built as
 bench_run_haleval.py builds them), answered by a scripted model through the cache as a study runs. Timed, each on a
 fresh copy of the run's files: `save_images` (the experiment notebook's call) and `write_run_explorer` (what
-`report.render_run` calls), the median of several runs and the first, which pays the study module's imports, as a
+`sweep.render_run_pages` calls), the median of several runs and the first, which pays the study module's imports, as a
 sweep's worker does once; the largest file written; then Debian Chromium opening explorer.html from file://, time to
 the first page of samples drawn and to every sample read (the page records both, in ms since navigation start), and a
 text search over all of them. Prints figures and the machine's load; asserts nothing about time.

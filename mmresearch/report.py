@@ -266,12 +266,13 @@ def nav_html(*links: tuple[str, str]) -> str:
     "A row of (label, href) links."
     return '<nav class="mmr-nav">' + " · ".join(f'<a href="{html.escape(h, quote=True)}">{html.escape(t)}</a>' for t, h in links) + "</nav>"
 
-def render_run(run_dir: str | Path) -> Path:
-    "Write the run's explorer (`explorer.write_run_explorer`) and `run.html` from its executed notebook and manifest; returns the page's path."
+def render_run(run_dir: str | Path,
+               links: str | None = None # the run explorer's linked tables (`explorer.run_links_html`); None: the run has no explorer
+              ) -> Path:
+    "Write `run.html` from the run's executed notebook and manifest (and its explorer's links); returns the page's path."
     import nbformat
-    from mmresearch.explorer import run_links_html, write_run_explorer
     run_dir = Path(run_dir)
-    explorer = write_run_explorer(run_dir)   # None: no samples.parquet (a run that failed before writing it)
+    explorer = links is not None
     nb = nbformat.read(run_dir/"run.ipynb", as_version=4)
     m = read_manifest(run_dir)
     title = f"{m.get('sweep', run_dir.parent.name)} / {m.get('run', run_dir.name)}"
@@ -282,7 +283,7 @@ def render_run(run_dir: str | Path) -> Path:
     page = notebook_html(nb, title, before=[nav_html(("all sweeps", "../../index.html"), ("sweep summary", "../summary.html"),
                                                      ("executed notebook", "run.ipynb"), *([("every sample", "explorer.html")] if explorer else []))
                                             + banner],
-                         after=[*([checks] if checks else []), *([run_links_html(run_dir)] if explorer else []), manifest_html(m, "Run manifest")])
+                         after=[*([checks] if checks else []), *([links] if links else []), manifest_html(m, "Run manifest")])
     return write_text_atomic(run_dir/"run.html", page)
 
 # %% ../nbs/21_report.ipynb #b77dbc5e
@@ -714,7 +715,7 @@ def render_compare(sweep_dir: str | Path) -> Path | None:
 
 # %% ../nbs/21_report.ipynb #bff6fa3d
 PAIRED_COLUMNS = ["comparison", "metric", "positive", "a", "b", "diff", "ci_low", "ci_high", "p_value", "test", "mde", "n", "n_unscored",
-                  "n_clusters", "few_clusters", "only_a", "only_b"]
+                  "n_clusters", "few_clusters", "ci_note", "only_a", "only_b"]
 
 def item_key(df: pd.DataFrame, cols: Sequence[str]) -> pd.Series:
     "One text key per row from `cols` (an item or a cluster): their values as text (`str`), joined by the unit separator."
@@ -873,10 +874,11 @@ def run_report_notebook(notebook: str | Path, # the notebook to execute
 # %% ../nbs/21_report.ipynb #ea5e92ca
 def render_summary(sweep_dir: str | Path, # the sweep's report folder
                    notebook: str | Path | None = None, # a study's own summary notebook; default `generic_summary_path()`
-                   cwd: str | Path | None = None) -> Path: # where the summary kernel runs
-    "Execute the summary notebook into `summary.ipynb`, write the sweep's explorer (`explorer.write_sweep_explorer`) and render `summary.html` (a page saying so when no run finished); returns the HTML path."
+                   cwd: str | Path | None = None, # where the summary kernel runs
+                   links: str | None = None # the sweep explorer's linked tables (`explorer.sweep_links_html`); None: no explorer
+                  ) -> Path:
+    "Execute the summary notebook into `summary.ipynb` and render `summary.html` (a page saying so when no run finished); returns the HTML path."
     import nbformat
-    from mmresearch.explorer import sweep_links_html, write_sweep_explorer
     sweep_dir = Path(sweep_dir).resolve()
     out = sweep_dir/"summary.ipynb"
     info = read_sweep(sweep_dir)
@@ -885,14 +887,14 @@ def render_summary(sweep_dir: str | Path, # the sweep's report folder
     run_report_notebook(notebook or generic_summary_path(), out, parameters={"sweep_dir": str(sweep_dir)}, cwd=cwd or sweep_dir)
     write_finding(sweep_dir)
     compare = render_compare(sweep_dir)
-    explorer = write_sweep_explorer(sweep_dir)   # None: no run has samples
+    explorer = links is not None
     sweep_manifest = {k: v for k, v in info.items() if k != "runs"}
     checks = batch_invariance_runs_html([(r["run"], read_manifest(sweep_dir/r["run"]).get("study", {}).get("batch_invariance"))
                                          for r in info["runs"]])  # '' when no run checked
     page = notebook_html(nbformat.read(out, as_version=4), f"{info['name']}: summary",
                          before=[nav_html(("all sweeps", "../index.html"), *([("models compared", COMPARE_PAGE)] if compare else []),
                                           *([("every sample", "explorer.html")] if explorer else []))],
-                         after=[*([checks] if checks else []), *([sweep_links_html(sweep_dir)] if explorer else []), runs_links_html(info),
+                         after=[*([checks] if checks else []), *([links] if links else []), runs_links_html(info),
                                 manifest_html(sweep_manifest, "Sweep manifest")])
     return write_text_atomic(sweep_dir/"summary.html", page)
 

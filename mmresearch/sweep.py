@@ -29,6 +29,7 @@ import yaml
 from .cache import ResponseCache, project_root
 from .core import canonical_json, credential_in, looks_like_token, redact, secret_values, stable_hash
 from .inputs import EXTRA_ROOTS_ENV, ledger_changes
+from .explorer import run_links_html, sweep_links_html, write_run_explorer, write_sweep_explorer
 from .report import (MANIFEST, SWEEP_FILE, generic_summary_path, read_manifest, read_sweep, render_index,
                                render_run, render_summary, run_report_notebook, write_json, write_text_atomic)
 
@@ -36,9 +37,10 @@ from .report import (MANIFEST, SWEEP_FILE, generic_summary_path, read_manifest, 
 __all__ = ['SPEC_KEYS', 'RESERVED', 'MAX_FAILED_SHARE', 'MAX_YAML_NODES', 'PACKAGE_DATA', 'OUTPUTS', 'LOCK_FILE', 'PACKAGES',
            'THREAD_VARS', 'EXECUTORS', 'OWNER_FILE', 'SweepSpec', 'param_types', 'read_yaml', 'load_params', 'Cell',
            'run_name', 'check_secrets', 'expand_grid', 'select_cells', 'notebook_hash', 'module_refs', 'module_closure',
-           'code_fingerprint', 'data_hash', 'cell_fingerprint', 'package_data_hash', 'RunResult', 'folder_lock',
-           'failed_calls_problem', 'run_performance', 'run_job', 'git_info', 'package_versions', 'thread_budget',
-           'set_env', 'execute_local', 'execute_dask', 'SweepResult', 'why_not_current', 'is_current', 'run_sweep']
+           'code_fingerprint', 'data_hash', 'cell_fingerprint', 'package_data_hash', 'render_run_pages',
+           'render_summary_pages', 'RunResult', 'folder_lock', 'failed_calls_problem', 'run_performance', 'run_job',
+           'git_info', 'package_versions', 'thread_budget', 'set_env', 'execute_local', 'execute_dask', 'SweepResult',
+           'why_not_current', 'is_current', 'run_sweep']
 
 # %% ../nbs/20_sweep.ipynb #bbde0ad3
 SPEC_KEYS = ("name", "description", "notebook", "fixed", "grid", "cells", "data", "headline", "summary", "max_failed_share",
@@ -375,6 +377,15 @@ def package_data_hash(pkg: Path | None = None) -> str:
     return stable_hash([(p.relative_to(pkg).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()) for p in files])
 
 
+# %% ../nbs/20_sweep.ipynb #a9627207
+def render_run_pages(run_dir: Path) -> Path:
+    "Write the run's explorer, then its `run.html` linking to it; returns the page."
+    return render_run(run_dir, links=run_links_html(run_dir) if write_run_explorer(run_dir) else None)
+
+def render_summary_pages(sweep_dir: Path, notebook: Path | None, cwd: Path) -> Path:
+    "Write the sweep's explorer, then its `summary.html` linking to it; returns the page."
+    return render_summary(sweep_dir, notebook, cwd=cwd, links=sweep_links_html(sweep_dir) if write_sweep_explorer(sweep_dir) else None)
+
 # %% ../nbs/20_sweep.ipynb #2374e653
 OUTPUTS = ("run.ipynb", "samples.parquet", "metrics.csv")
 LOCK_FILE = ".lock"
@@ -463,7 +474,7 @@ def _run_locked(job: dict, run_dir: Path) -> dict:
                 "performance": {**run_performance(study, wall), "threads": threads}, "worker": _dask_worker(), "study": study}
     write_json(run_dir/MANIFEST, manifest)
     if (run_dir/"run.ipynb").exists():
-        try: render_run(run_dir)
+        try: render_run_pages(run_dir)
         except Exception as e:
             status, error = "failed", f"rendering run.html failed: {type(e).__name__}: {e}"[:1000]
             manifest.update(status=status, error=error)
@@ -629,7 +640,7 @@ def run_sweep(params_path: str | Path, # the params file
         fps[c.run_id] = fp
         reason = why_not_current(run_dir, fp)
         if reason is None:
-            if not (run_dir/"run.html").exists(): render_run(run_dir)
+            if not (run_dir/"run.html").exists(): render_run_pages(run_dir)
             results[c.run_id] = RunResult(c.run_id, "skipped", c.overrides, notebook=str(run_dir/"run.ipynb"))
         elif c.run_id in chosen:
             if reason.startswith("its inputs changed"): print(redact(f"run {c.run_id}: {reason[:500]}; running it again"), file=sys.stderr)
@@ -670,7 +681,7 @@ def _write_sweep_and_summary(spec: SweepSpec, sweep_dir: Path, runs: list[RunRes
         return None
     info["summary_fingerprint"] = None  # until the new summary is written: killed or failing, the next sweep renders it again
     write_json(sweep_dir/SWEEP_FILE, info)
-    try: render_summary(sweep_dir, spec.summary, cwd=spec.root)
+    try: render_summary_pages(sweep_dir, spec.summary, spec.root)
     except Exception as e: return f"{type(e).__name__}: {e}"[:1000]
     write_json(sweep_dir/SWEEP_FILE, {**info, "summary_fingerprint": summary_fp})
     return None

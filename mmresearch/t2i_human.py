@@ -20,14 +20,14 @@ from .agreement import agreement
 from .core import ImageRef, Sample, stable_hash
 from .datasets import DataFormatError
 from .inputs import OutsideRootError, confine, read_input_text
-from .metrics import N_BOOT, _paired_p, cluster_bootstrap_sums, cluster_index, percentile_ci
+from .metrics import N_BOOT, cluster_bootstrap_sums, cluster_index, percentile_ci
 from .registry import scorer
 
 # %% auto #0
 __all__ = ['DATA_DIR', 'SHIPPED_RATINGS', 'TIFA_FIELDS', 'LIKERT', 'DSG_GENERATORS', 'DSG_COLUMNS', 'STATISTICS', 'CONVENTION',
            'HumanRatings', 'load_tifa_ratings', 'load_dsg_likert', 'load_human_ratings', 'prompt_resamples',
            'weighted_pearson', 'weighted_spearman', 'weighted_kendall_b', 'pairwise_accuracy', 'agreement_statistics',
-           'agreement_with_people', 'human_ceiling', 'people_report', 'score_t2i_human', 'image_folder',
+           'bootstrap_p', 'agreement_with_people', 'human_ceiling', 'people_report', 'score_t2i_human', 'image_folder',
            'rated_samples', 'placeholder_images']
 
 # %% ../nbs/15b_t2i_human.ipynb #140cd407
@@ -278,10 +278,16 @@ def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
     lo, hi = percentile_ci(values, level)
     return float(lo), float(hi)
 
+def bootstrap_p(draws: np.ndarray) -> float:
+    "Two-sided p-value of the percentile bootstrap's test of no difference (the test whose inversion is the percentile interval): twice the smaller share of resampled differences on either side of 0."
+    d = draws[~np.isnan(draws)]
+    if d.size == 0: return math.nan
+    return min(1.0, 2 * (min(int((d <= 0).sum()), int((d >= 0).sum())) + 1) / (d.size + 1))
+
 def _diff_row(statistic: str, name: str, reference: str, d: np.ndarray, n: int, level: float) -> dict:
     lo, hi = _interval(d[1:], level)
     return {"statistic": statistic, "metric": name, "reference": reference, "diff": float(d[0]), "ci_low": lo, "ci_high": hi,
-            "p_value": _paired_p(d[1:]) if len(d) > 1 else math.nan, "n": n}
+            "p_value": bootstrap_p(d[1:]) if len(d) > 1 else math.nan, "n": n}
 
 def agreement_with_people(scores: pd.DataFrame, # one row per image, one column per scorer (metric or judge); NaN: no score
                           human: pd.Series, # the people's score of each image (their mean), same rows
