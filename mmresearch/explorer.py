@@ -12,6 +12,7 @@ import json
 import math
 import os
 import re
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -125,11 +126,14 @@ def smoke_samples(run_dir: str | Path # the run's folder
                          "outcome": outcomes(df.correct, unreadable=df.parse_ok == False, failed=df.error.notna()),
                          "group:asked": df.asked, "group:label": df.label, "detail:colour": df.colour})
 
-def generic_samples(run_dir: str | Path # the run's folder
+def generic_samples(run_dir: str | Path, # the run's folder
+                    study: str = "" # the experiment notebook's name: a study declaring paired items has them keyed so
                    ) -> pd.DataFrame:
-    "A study that declares no view: each row of `samples.parquet` an item (named by its row number), every column a detail."
-    df = pd.read_parquet(Path(run_dir)/"samples.parquet")
-    return pd.DataFrame({"item": [str(i) for i in range(len(df))], **{f"detail:{c}": df[c] for c in df.columns}})
+    "A study that declares no view: each row of its item file an item (keyed as its paired items, else by row number), every column a detail."
+    d = get_paired(study)
+    df = pd.read_parquet(Path(run_dir)/(d.file if d else "samples.parquet"))
+    keys = item_key(df, d.item) if d else [str(i) for i in range(len(df))]
+    return pd.DataFrame({"item": keys, **{f"detail:{c}": df[c] for c in df.columns}})
 
 # %% ../nbs/21a_explorer.ipynb #e018a21
 CHUNK_ITEMS = 2500   # items per data file (25,000 items: 10 files of about 1.4 MB; the page reads them all in under a second)
@@ -384,7 +388,7 @@ def write_run_explorer(run_dir: str | Path, # the run's folder
     run_dir = Path(run_dir)
     if not (run_dir/"samples.parquet").exists(): return None
     study, m = _study(run_dir), read_manifest(run_dir)
-    view = get_sample_view(study) or generic_samples
+    view = get_sample_view(study) or partial(generic_samples, study=study)
     frame = check_items(view(run_dir), f"{run_dir}: the sample view of {study or 'an unnamed study'}").reset_index(drop=True)
     _check_paired_order(run_dir, study, frame)
     images = read_json(run_dir/IMAGES_FILE) if (run_dir/IMAGES_FILE).exists() else {}

@@ -22,7 +22,7 @@ from .datasets import DataFormatError, Dataset, LoadStats
 from .inputs import read_input_text
 from .metrics import N_BOOT, accuracy_ci, unit_verdicts
 from .parsing import answer_columns, vlmevalkit_verdict
-from .registry import domain, paired_items, recognises, scorer
+from .registry import domain, paired_items, recognises, sample_view, scorer
 
 # %% auto #0
 __all__ = ['HB_FILE', 'KEY', 'FIGURE', 'PAIR', 'SET', 'REQUIRED', 'PREDICTION', 'JUDGED', 'SAME', 'HB_IMAGES', 'DEMO_DRAW',
@@ -30,7 +30,7 @@ __all__ = ['HB_FILE', 'KEY', 'FIGURE', 'PAIR', 'SET', 'REQUIRED', 'PREDICTION', 
            'figure_path', 'hb_samples', 'load_hallusionbench', 'demo_file', 'demo_figure', 'load_hallusionbench_demo',
            'hb_request', 'question_rows', 'run_hallusionbench', 'with_correct', 'with_verdicts', 'judged_rows',
            'hb_units', 'failure_kind', 'failure_counts', 'hb_figures', 'hb_groups', 'hb_metrics', 'vlmevalkit_rows',
-           'hb_protocols', 'write_hb_results', 'score_hallusionbench']
+           'hb_protocols', 'write_hb_results', 'score_hallusionbench', 'hallusionbench_samples']
 
 # %% ../nbs/18_hallusionbench.ipynb #3caa3720
 HB_FILE = "HallusionBench.json"
@@ -413,3 +413,22 @@ def score_hallusionbench(rows: str | Path | Iterable[dict], # HallusionBench's r
             "protocols": hb_protocols(scored, n_boot, seed).to_dict("records")}
 
 paired_items("hallusionbench", list(KEY), cluster="set", correct="correct")
+
+# %% ../nbs/18_hallusionbench.ipynb #8cc5229d
+@sample_view("hallusionbench")
+def hallusionbench_samples(run_dir: str | Path # a HallusionBench run's folder (its samples.parquet)
+                          ) -> pd.DataFrame:
+    "HallusionBench's questions as explorer items: one per question, in the order of samples.parquet, with our reading and VLMEvalKit's."
+    from mmresearch.explorer import outcomes
+    from mmresearch.report import item_key
+    df = pd.read_parquet(Path(run_dir)/"samples.parquet")
+    no_figure = df.visual_input == "0"
+    figure = np.where(no_figure, "none", np.where(df.figure_id == "0", "original", "edited"))
+    theirs = [None if f or not isinstance(r, str) else vlmevalkit_verdict(r) for f, r in zip(no_figure, df.raw)]
+    return pd.DataFrame({"item": item_key(df, list(KEY)), "name": df.sample_id, "sample": df.sample_id, "prompt": df.question,
+                         "output": df.raw, "error": df.error, "gold": df.label, "read": df.pred,
+                         "outcome": outcomes(df.correct, unreadable=df.parse_ok == False, failed=df.error.notna()), "cluster": df.set,
+                         "group:category": df.category, "group:subcategory": df.category + "_" + df.subcategory, "group:figure": figure,
+                         "group:label": df.label, "detail:code": df.code, "detail:same_as_figure_0": df.same,
+                         "detail:parse_method": df.parse_method, "detail:policy": df.policy, "detail:parser": df.parser,
+                         "read:protocol:ours": df.pred.where(df.raw.notna(), None), "read:protocol:vlmevalkit": theirs})

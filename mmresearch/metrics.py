@@ -725,7 +725,7 @@ def _accuracy_test(hits_a: np.ndarray, hits_b: np.ndarray, # per cluster (or row
     "Accuracy's one test, `mcnemar` at 0 and inverted for the interval (a fraction): the sign flip below `exact_below` unbalanced clusters (rows), else the score test."
     diff, u, w = _diff_parts((hits_a, rows), (hits_b, rows))
     prefix = "mcnemar_cluster_" if clustered else "mcnemar_"
-    if not u.any(): return {"p_value": 1.0, "ci_low": diff, "ci_high": diff, "test": prefix + "exact"}   # every balance 0: no cluster moves the difference, as `cluster_diff`
+    if (hits_a == hits_b).all(): return {"p_value": 1.0, "ci_low": diff, "ci_high": diff, "test": prefix + "exact"}   # every balance 0: no cluster moves the difference
     if int((hits_a != hits_b).sum()) >= exact_below and (r := score_ci(u, w, diff, level)) is not None: return {**r, "test": prefix + "chi2"}
     r = sign_flip_ci(u, w, diff, level, n_flips, seed)
     return {**r, "test": prefix + "exact" if r.pop("exact") else "mcnemar_sign_flip"}

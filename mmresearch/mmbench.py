@@ -876,7 +876,7 @@ def mmbench_samples(run_dir: str | Path # an MMBench run's folder (items.parquet
     first = passes[passes.rotation == 0].set_index("index")   # the first order: the gold option's text
     letters = lambda col: [" ".join(c if isinstance(c, str) else "–" for c in by_item[i][col]) if i in by_item else None for i in items["index"]]
     parts = [[{"label": f"order {r.rotation + 1}", "prompt": r.prompt, "output": r.prediction if r.step != "error" else None,
-               "read": r.choice, "gold": r.gold, "outcome": "failed" if r.step == "error" else "right" if r.correct else "wrong",
+               "read": r.choice, "gold": r.gold, "outcome": "failed" if r.step == "error" else "unscored" if pd.isna(r.correct) else "right" if r.correct else "wrong",
                "note": f"{r.step}{f' ({r.rule})' if isinstance(r.rule, str) and r.rule else ''}; VLMEvalKit reads {r.theirs}"
                        + (f"; error: {r.error}" if isinstance(r.error, str) else "")}
               for r in by_item[i].itertuples()] if i in by_item else [] for i in items["index"]]

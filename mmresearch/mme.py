@@ -19,13 +19,14 @@ from .inputs import list_input, read_input_text
 from .metrics import N_BOOT, accuracy_ci, cluster_bootstrap_sums, percentile_ci, unit_verdicts
 from .parsing import NO_FINAL_ANSWER, final_answer, final_yes_no
 from .pope import keyed_rng
-from .registry import domain, paired_items, scorer
+from .registry import domain, paired_items, sample_view, scorer
 from .scenes import CATEGORIES, COLORS, NUMBER_WORDS, Scene, regions
 
 # %% auto #0
 __all__ = ['MME_PARSERS', 'MME_CATEGORIES', 'HALLUCINATION', 'MME_IMAGES', 'MME_SUFFIX', 'ALL_CATEGORIES', 'mme_verdict',
            'read_mme_questions', 'mme_root', 'mme_category', 'load_mme', 'scene_mme', 'mme_samples', 'read_answers',
-           'run_mme', 'mme_scores', 'mme_metrics', 'write_mme_results', 'read_mme_results', 'score_mme']
+           'run_mme', 'mme_scores', 'mme_metrics', 'write_mme_results', 'read_mme_results', 'score_mme',
+           'mme_explorer_samples']
 
 # %% ../nbs/18a_mme.ipynb #b7c3ba7c
 def mme_verdict(text: str # a model's answer
@@ -258,3 +259,18 @@ def score_mme(results: str | Path, # the eval_tool's results folder (one <catego
             **mme_scores(rows), "metrics": mme_metrics(rows, n_boot, seed).to_dict("records")}
 
 paired_items("mme", ["category", "image", "question"], cluster="pair", label="label", pred="pred", parse_ok="parse_ok", unparsed="wrong")
+
+# %% ../nbs/18a_mme.ipynb #0c085e47
+@sample_view("mme")
+def mme_explorer_samples(run_dir: str | Path # an MME run's folder (its samples.parquet)
+                        ) -> pd.DataFrame:
+    "MME's questions as explorer items: one per question, in the order of samples.parquet, with what each parser reads from the answer."
+    from mmresearch.explorer import outcomes
+    from mmresearch.report import item_key
+    df = pd.read_parquet(Path(run_dir)/"samples.parquet")
+    out = pd.DataFrame({"item": item_key(df, ["category", "image", "question"]), "name": df.sample_id, "sample": df.pair,
+                        "prompt": df.question, "output": df.raw, "error": df.error, "gold": df.label, "read": df.pred,
+                        "outcome": outcomes(df.correct, unreadable=df.parse_ok == False, failed=df.error.notna()), "cluster": df.pair,
+                        "group:category": df.category, "group:label": df.label, "detail:parser": df.parser, "detail:parse_method": df.parse_method})
+    for name, parse in MME_PARSERS.items(): out[f"read:parser:{name}"] = [parse(r)[0] if isinstance(r, str) else None for r in df.raw]
+    return out

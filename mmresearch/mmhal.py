@@ -21,12 +21,13 @@ from .datasets import DataFormatError, Dataset, LoadStats
 from .inputs import read_input_text
 from .metrics import N_BOOT, mean_ci, wilson_ci
 from .parsing import final_answer
-from .registry import domain, paired_items, recognises, scorer
+from .registry import domain, paired_items, recognises, sample_view, scorer
 
 # %% auto #0
 __all__ = ['MMHAL_SCALE', 'HALLUCINATION_BELOW', 'MMHAL_TYPES', 'REVIEW_FIELDS', 'MMHAL_FILES', 'MMHAL_IMAGES', 'UNREADABLE',
            'judge_prompt_path', 'judge_prompt', 'review_rating', 'read_responses', 'load_mmhal_domain',
-           'judge_requests', 'judge_reviews', 'mmhal_rows', 'mmhal_metrics', 'official_summary', 'score_mmhal']
+           'judge_requests', 'judge_reviews', 'mmhal_rows', 'mmhal_metrics', 'official_summary', 'score_mmhal',
+           'mmhal_samples']
 
 # %% ../nbs/18c_mmhal.ipynb #764ca3bc
 def judge_prompt_path() -> Path:
@@ -209,3 +210,18 @@ def score_mmhal(rows, # an MMHal-Bench response file (JSON array or lines), or i
             "metrics": table.to_dict(orient="records")}
 
 paired_items("mmhal", ["image_id", "question"], correct="no_hallucination")
+
+# %% ../nbs/18c_mmhal.ipynb #1cc53a6c
+@sample_view("mmhal")
+def mmhal_samples(run_dir: str | Path # an MMHal-Bench run's folder (its samples.parquet)
+                 ) -> pd.DataFrame:
+    "MMHal-Bench's questions as explorer items: one per question, in the order of samples.parquet, with the judge's review and rating."
+    from mmresearch.explorer import outcomes
+    from mmresearch.report import item_key
+    df = pd.read_parquet(Path(run_dir)/"samples.parquet")
+    unreadable = df.review.notna() & df.rating.isna()
+    return pd.DataFrame({"item": item_key(df, ["image_id", "question"]), "name": df.question_type + " " + df.image_id.astype(str),
+                         "sample": df.sample_id, "prompt": df.question, "output": df.model_answer, "error": df.error,
+                         "gold": df.get("gt_answer"), "outcome": outcomes(df.no_hallucination, unreadable=unreadable, failed=df.error.notna()),
+                         "score": df.score.astype("Float64"), "group:question_type": df.question_type,
+                         "judge:judge": df.rating.astype(object).where(df.rating.notna(), None), "judge_output:judge": df.review})

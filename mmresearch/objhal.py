@@ -21,11 +21,11 @@ from .core import ImageRef, Sample
 from .datasets import DataFormatError, Dataset, LoadStats
 from .inputs import confine, read_input_text
 from .metrics import N_BOOT, mean_ci, ratio_ci, wilson_ci
-from .registry import domain, paired_items, recognises, scorer
+from .registry import domain, paired_items, recognises, sample_view, scorer
 
 # %% auto #0
 __all__ = ['OBJHAL_FILES', 'OBJHAL_ANNOTATIONS', 'read_objhal_questions', 'objhal_truth', 'load_objhal_domain',
-           'read_objhal_answers', 'objhal_rows', 'objhal_metrics', 'objhal_official', 'score_objhal']
+           'read_objhal_answers', 'objhal_rows', 'objhal_metrics', 'objhal_official', 'score_objhal', 'objhal_samples']
 
 # %% ../nbs/18b_objhal.ipynb #cc42e490
 def _jsonl(path: str | Path) -> list[tuple[int, dict]]:
@@ -181,3 +181,19 @@ def score_objhal(rows, # an Object HalBench answer file (JSON lines: image_id, p
             "official": objhal_official(per), "metrics": objhal_metrics(per, n_boot, seed).to_dict(orient="records")}
 
 paired_items("objhal", ["image_id", "question"], correct="no_hallucination")
+
+# %% ../nbs/18b_objhal.ipynb #d763b6cb
+@sample_view("objhal")
+def objhal_samples(run_dir: str | Path # an Object HalBench run's folder (its samples.parquet)
+                  ) -> pd.DataFrame:
+    "Object HalBench's answers as explorer items: one per question, in the order of samples.parquet, with the objects named, invented and true."
+    from mmresearch.explorer import outcomes
+    from mmresearch.report import item_key
+    df = pd.read_parquet(Path(run_dir)/"samples.parquet")
+    names = lambda col: [", ".join(v) if v is not None and len(v) else None for v in col]
+    return pd.DataFrame({"item": item_key(df, ["image_id", "question"]), "name": "image " + df.image_id.astype(str), "sample": df.sample_id,
+                         "prompt": df.question, "output": df.caption, "error": df.error, "gold": names(df["gt"]), "read": names(df.mentioned),
+                         "outcome": outcomes(df.no_hallucination, failed=df.error.notna()), "score": df.n_hallucinated,
+                         "group:invented": [list(v) if v is not None and len(v) else None for v in df.hallucinated],
+                         "detail:invented": names(df.hallucinated), "detail:mentions": df.n_mentions, "detail:words": df.n_words,
+                         "detail:true_objects_named": df.n_covered})

@@ -21,14 +21,14 @@ from .core import ImageRef, Sample, stable_hash
 from .datasets import DataFormatError
 from .inputs import OutsideRootError, confine, read_input_text
 from .metrics import N_BOOT, cluster_bootstrap_sums, cluster_index, percentile_ci
-from .registry import scorer
+from .registry import sample_view, scorer
 
 # %% auto #0
 __all__ = ['DATA_DIR', 'SHIPPED_RATINGS', 'TIFA_FIELDS', 'LIKERT', 'DSG_GENERATORS', 'DSG_COLUMNS', 'STATISTICS', 'CONVENTION',
            'HumanRatings', 'load_tifa_ratings', 'load_dsg_likert', 'load_human_ratings', 'prompt_resamples',
            'weighted_pearson', 'weighted_spearman', 'weighted_kendall_b', 'pairwise_accuracy', 'agreement_statistics',
            'bootstrap_p', 'agreement_with_people', 'human_ceiling', 'people_report', 'score_t2i_human', 'image_folder',
-           'rated_samples', 'placeholder_images']
+           'rated_samples', 'placeholder_images', 't2i_human_samples']
 
 # %% ../nbs/15b_t2i_human.ipynb #140cd407
 DATA_DIR = Path(importlib.util.find_spec("mmresearch").origin).parent/"data"
@@ -418,3 +418,28 @@ def placeholder_images(ratings: HumanRatings, root: str | Path, size: int = 32) 
         rgb = tuple(int(stable_hash(image_id, 6)[k:k + 2], 16) for k in (0, 2, 4))
         Image.new("RGB", (size, size), rgb).save(folder/r.image_file, format="JPEG")
     return Path(root)
+
+# %% ../nbs/15b_t2i_human.ipynb #fbb880c8
+@sample_view("t2i_human")
+def t2i_human_samples(run_dir: str | Path # a t2i_human run's folder (samples.parquet: a row per judge and image; judge_questions.parquet)
+                     ) -> pd.DataFrame:
+    "The rated images as explorer items: the people's mean rating as the score and every judge's verdict, score and explanations."
+    from mmresearch.t2i_judge import HIGH_SCORE
+    run_dir = Path(run_dir)
+    tidy = pd.read_parquet(run_dir/"samples.parquet")
+    questions = pd.read_parquet(run_dir/"judge_questions.parquet")
+    images = tidy.drop_duplicates("image_id").set_index("image_id")
+    asked = {k: g for k, g in questions.groupby(["judge_label", "sample_id"], sort=False)}
+    first = questions.drop_duplicates("sample_id").set_index("sample_id").reindex(images.index)
+    why = lambda q: "\n".join(x for x in [q.description.iloc[0] if isinstance(q.description.iloc[0], str) else None,
+                                            *(r.explanation if isinstance(r.explanation, str) else f"{r.failure}: {r.failure_message}"
+                                              if isinstance(r.failure, str) else None for r in q.itertuples())] if x) or None
+    out = pd.DataFrame({"item": images.index.astype(str), "sample": images.index, "prompt": first.prompt.to_numpy(),
+                        "score": images.human_avg.to_numpy(), "cluster": images.prompt_id.astype(str).to_numpy(),
+                        "group:generator": images.generator.to_numpy()})
+    for label, g in tidy.groupby("judge", sort=False):
+        score = g.set_index("image_id").score.reindex(images.index).to_numpy()
+        out[f"judge:{label}"] = np.where(pd.isna(score), None, np.where(score >= HIGH_SCORE, "high", "low"))
+        out[f"judge_output:{label}"] = [f"fractional score {s:.2f}" if pd.notna(s) else "no score" for s in score]
+        out[f"judge_why:{label}"] = [why(asked[label, s]) if (label, s) in asked else None for s in images.index]
+    return out

@@ -133,7 +133,17 @@ def test_sweep_explorer_filters_and_paired_cells(tmp_path):
 
 
 STUDIES = {"smoke": "samples.parquet", "pope": "samples.parquet", "haleval_disc": "samples.parquet", "haleval_gen": "samples.parquet",
-           "mmbench": "items.parquet", "t2i_judge": "samples.parquet", "amber": "samples.parquet"}
+           "mmbench": "items.parquet", "t2i_judge": "samples.parquet", "amber": "samples.parquet", "hallusionbench": "samples.parquet",
+           "mme": "samples.parquet", "objhal": "samples.parquet", "mmhal": "samples.parquet", "t2i_human": "samples.parquet"}
+ONE_ITEM_PER = {"t2i_judge": "sample_id", "t2i_human": "image_id"}   # rows per question or judge: one item per image
+
+
+def test_every_study_declares_its_view():
+    "Every experiment notebook that writes per-item results has its own sample view, and the browser test below opens it."
+    from mmresearch.registry import get_sample_view
+    studies = sorted(p.stem for p in (ROOT/"nbs"/"experiments").glob("*.ipynb")
+                     if "samples.parquet" in p.read_text(encoding="utf-8") and not p.stem.endswith("summary"))
+    assert len(studies) >= 12 and [s for s in studies if get_sample_view(s) is None] == [] and set(studies) == set(STUDIES)
 
 
 @pytest.fixture(scope="module")
@@ -164,11 +174,14 @@ def test_every_study_explorer(study, tmp_path, browser):
     write_json(out/"manifest.json", {**read_manifest(out), "notebook": f"nbs/experiments/{study}.ipynb"})   # as a sweep records it
     page_path = write_run_explorer(out)
     rows = pd.read_parquet(out/STUDIES[study])
-    n = rows.sample_id.nunique() if study == "t2i_judge" else len(rows)        # t2i: one item per judged image
+    n = rows[ONE_ITEM_PER[study]].nunique() if study in ONE_ITEM_PER else len(rows)
     items = chunk_items(out)
     assert [it["i"] for it in items] == list(range(n))
     images = json.loads((out/IMAGES_FILE).read_text())
-    for it in items:
+    without = (rows.visual_input == "0").tolist() if study == "hallusionbench" else [False] * n   # asked without a figure
+    assert 0 < sum(without) < n if study == "hallusionbench" else True
+    for it, none in zip(items, without):
+        if none: assert "img" not in it; continue
         assert it["img"] == images[it["smp"]]                                  # every item shows its image ...
         f = out/it["img"]
         assert hashlib.sha256(f.read_bytes()).hexdigest().startswith(f.stem)   # ... a file named by its content
@@ -178,7 +191,7 @@ def test_every_study_explorer(study, tmp_path, browser):
     page.goto(page_path.as_uri())
     ready(page)
     assert page.locator("#list article").count() == min(50, n)
-    assert page.locator("#list article img").count() == min(50, n)
+    assert page.locator("#list article img").count() == sum(not none for none in without[:50])
     assert problems == [] and blocked == [], problems + blocked
     page.close()
 
