@@ -266,9 +266,10 @@ def mme_explorer_samples(run_dir: str | Path # an MME run's folder (its samples.
                         ) -> pd.DataFrame:
     "MME's questions as explorer items: one per question, in the order of samples.parquet, with what each parser reads from the answer."
     from mmresearch.explorer import outcomes
+    from mmresearch.registry import get_paired
     from mmresearch.report import item_key
     df = pd.read_parquet(Path(run_dir)/"samples.parquet")
-    out = pd.DataFrame({"item": item_key(df, ["category", "image", "question"]), "name": df.sample_id, "sample": df.pair,
+    out = pd.DataFrame({"item": item_key(df, get_paired("mme").item), "name": df.sample_id, "sample": df.pair,
                         "prompt": df.question, "output": df.raw, "error": df.error, "gold": df.label, "read": df.pred,
                         "outcome": outcomes(df.correct, unreadable=df.parse_ok == False, failed=df.error.notna()), "cluster": df.pair,
                         "group:category": df.category, "group:label": df.label, "detail:parser": df.parser, "detail:parse_method": df.parse_method})

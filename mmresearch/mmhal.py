@@ -217,10 +217,11 @@ def mmhal_samples(run_dir: str | Path # an MMHal-Bench run's folder (its samples
                  ) -> pd.DataFrame:
     "MMHal-Bench's questions as explorer items: one per question, in the order of samples.parquet, with the judge's review and rating."
     from mmresearch.explorer import outcomes
+    from mmresearch.registry import get_paired
     from mmresearch.report import item_key
     df = pd.read_parquet(Path(run_dir)/"samples.parquet")
     unreadable = df.review.notna() & df.rating.isna()
-    return pd.DataFrame({"item": item_key(df, ["image_id", "question"]), "name": df.question_type + " " + df.image_id.astype(str),
+    return pd.DataFrame({"item": item_key(df, get_paired("mmhal").item), "name": df.question_type + " " + df.image_id.astype(str),
                          "sample": df.sample_id, "prompt": df.question, "output": df.model_answer, "error": df.error,
                          "gold": df.get("gt_answer"), "outcome": outcomes(df.no_hallucination, unreadable=unreadable, failed=df.error.notna()),
                          "score": df.score.astype("Float64"), "group:question_type": df.question_type,

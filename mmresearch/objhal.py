@@ -188,10 +188,11 @@ def objhal_samples(run_dir: str | Path # an Object HalBench run's folder (its sa
                   ) -> pd.DataFrame:
     "Object HalBench's answers as explorer items: one per question, in the order of samples.parquet, with the objects named, invented and true."
     from mmresearch.explorer import outcomes
+    from mmresearch.registry import get_paired
     from mmresearch.report import item_key
     df = pd.read_parquet(Path(run_dir)/"samples.parquet")
     names = lambda col: [", ".join(v) if v is not None and len(v) else None for v in col]
-    return pd.DataFrame({"item": item_key(df, ["image_id", "question"]), "name": "image " + df.image_id.astype(str), "sample": df.sample_id,
+    return pd.DataFrame({"item": item_key(df, get_paired("objhal").item), "name": "image " + df.image_id.astype(str), "sample": df.sample_id,
                          "prompt": df.question, "output": df.caption, "error": df.error, "gold": names(df["gt"]), "read": names(df.mentioned),
                          "outcome": outcomes(df.no_hallucination, failed=df.error.notna()), "score": df.n_hallucinated,
                          "group:invented": [list(v) if v is not None and len(v) else None for v in df.hallucinated],
