@@ -18,7 +18,10 @@ clusters; the dominant-cluster rows are flagged instead.
 `--candidates` prints the comparison that chose the intervals: in the settings that decided it, the coverage of the
 interval before issue 42 (Wilson at the capped effective n, the normal quantile at the cap; AUROC's percentile cluster
 bootstrap), of Wilson at the CR2 sandwich's design effect alone, at the one-way ANOVA's alone, at their mean, at the
-larger of the two, and at the ANOVA's raised half-way to the sandwich's when that is larger (shipped).
+larger of the two (each with the t on `cluster_df`), at the ANOVA's raised half-way to the sandwich's when that is larger
+(issue 42's first version: "no floor"), the same floored at 1 with the t ("floor, t"), and floored with the quantile
+easing to the normal's as D nears 1 (shipped); for accuracy, also the coverage among the data sets whose estimated
+design effect is below 1.
 
 `--paired-coverage` prints the coverage of the accuracy difference's interval when B is truly better (each cluster's
 chance of a right answer 5 points higher, capped at 1): the sign flip is exact only where there is no difference.
@@ -33,9 +36,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from mmresearch.metrics import (FEW_CLUSTERS, _accuracy_test, _cluster_auc_boot, anova_design_effect, cluster_auroc_ci,
-                                cluster_balances, cluster_df, cluster_diff, cluster_power, cluster_ratio_ci, effective_clusters,
-                                mcnemar_power, paired_sample_size, percentile_ci)
+from mmresearch.metrics import (FEW_CLUSTERS, _accuracy_test, _cluster_auc_boot, cluster_auroc_ci, cluster_balances, cluster_diff,
+                                cluster_power, cluster_ratio_ci, effective_clusters, paired_sample_size, percentile_ci,
+                                ratio_variance_parts, wilson_ci)
 
 DESIGNS, CLUSTERS, ICCS, TRUTH, LEVEL = ("2–8", "1–20", "dominant"), (10, 12, 15, 20, 30, 50, 100), (0.0, 0.1, 0.25, 0.5), 0.8, 0.95
 DOMINANT_CLUSTERS = (10, 15, 30, 50)   # its data sets hold up to 10,000 rows; the table stops at 50 clusters there
@@ -90,46 +93,45 @@ def setting(design: str, g: int, icc: float, reps: int, seed: int) -> dict:
     return {"design": design, "clusters": g, "icc": icc, **{k: 100 * v / reps for k, v in hits.items()}}
 
 
-def wilson_at(value: float, n_eff: float, q: float) -> tuple[float, float]:
-    "Wilson's interval at n_eff trials with quantile q (0–1)."
-    c, h = (value + q * q / (2 * n_eff)), q * math.sqrt(value * (1 - value) / n_eff + q * q / (4 * n_eff * n_eff))
-    return (c - h) / (1 + q * q / n_eff), (c + h) / (1 + q * q / n_eff)
-
-
-def ratio_candidates(num: np.ndarray, den: np.ndarray, unit: float) -> dict:
-    "The one-sample intervals compared when choosing: before issue 42, the sandwich alone, the ANOVA design effect alone, their mean, the larger, and max(ANOVA, mean) (shipped)."
-    keep = den > 0; num, den = num[keep], den[keep]
-    total, g = den.sum(), len(den); r = num.sum() / total; w = den / total
-    terms = (num - r * den) ** 2 / (1 - w)
-    if not 0 < r < 1 or terms.sum() == 0: return dict.fromkeys(["before", "sandwich", "anova", "mean", "larger", "shipped"], cluster_ratio_ci(num, den, LEVEL, unit)[1:])
-    var = terms.sum() / total ** 2                             # before: Wilson at min(n_eff, n) with t(G − 1), z at the cap
-    n_eff = r * (1 - r) / var
-    before = wilson_at(r, total, stats.norm.ppf(0.975)) if n_eff >= total else wilson_at(r, n_eff, stats.t.ppf(0.975, g - 1))
-    q = stats.t.ppf(0.975, cluster_df(w, terms))
-    rows = (num * unit * (1 - r) ** 2 + (den - num) * r ** 2).sum()
-    at = lambda deff: wilson_at(r, r * (1 - r) * total ** 2 / (deff * rows), q)
-    sandwich, anova = terms.sum() / rows, anova_design_effect(num, den, unit)
-    return {"before": before, "sandwich": at(sandwich), "anova": at(max(anova, 1e-9)), "mean": at((sandwich + anova) / 2),
-            "larger": at(max(sandwich, anova)), "shipped": cluster_ratio_ci(num, den, LEVEL, unit)[1:]}
+def ratio_candidates(num: np.ndarray, den: np.ndarray, unit: float) -> tuple[dict, float]:
+    "The one-sample intervals compared when choosing (0–1), and the estimated design effect max(A, (A + S)/2) before any floor."
+    p = ratio_variance_parts(num, den, unit)
+    r, shipped = p["value"], cluster_ratio_ci(num, den, LEVEL, unit)[1:]
+    names = ["before", "sandwich", "anova", "mean", "larger", "no floor", "floor, t", "shipped"]
+    if not 0 < r < 1 or p["sandwich"] == 0: return dict.fromkeys(names, shipped), math.nan
+    z, t = stats.norm.ppf(0.975), stats.t.ppf(0.975, p["df"])
+    at = lambda deff, q: wilson_ci(r, r * (1 - r) * p["total"] ** 2 / (deff * p["rows"]), q)
+    n_eff = p["total"] / (p["sandwich"] * p["rows"] / (r * (1 - r) * p["total"]))   # before: Wilson at min(n_eff, n), t(G − 1), z at the cap
+    before = wilson_ci(r, p["total"], z) if n_eff >= p["total"] else wilson_ci(r, n_eff, stats.t.ppf(0.975, p["g"] - 1))
+    a, sw = p["anova"], p["sandwich"]
+    deff = max(a, (a + sw) / 2)
+    return {"before": before, "sandwich": at(sw, t), "anova": at(max(a, 1e-9), t), "mean": at((sw + a) / 2, t), "larger": at(max(sw, a), t),
+            "no floor": at(deff, t), "floor, t": at(max(1.0, deff), t), "shipped": shipped}, deff
 
 
 def candidates(reps: int = 2000) -> pd.DataFrame:
-    "Coverage (%) of the candidate intervals in the settings that decided the choice: accuracy, F1 and AUROC."
+    "Coverage (%) of the candidate intervals in the settings that decided the choice: accuracy, F1 and AUROC; accuracy's also where D̂ < 1."
     rows = []
     for design, g, icc in [("1–20", 10, 0.0), ("1–20", 10, 0.5), ("1–20", 15, 0.5), ("2–8", 10, 0.0), ("2–8", 30, 0.0), ("dominant", 30, 0.25)]:
-        rng, hits = np.random.default_rng(7 + g), {}
+        rng, hits, below = np.random.default_rng(7 + g), {}, 0
         for _ in range(reps):
             m = cluster_sizes(design, g, rng)
             pos, tp, tn, *_ = yes_no_counts(m, icc, rng)
             for metric, num, den, unit in (("accuracy", tp + tn, m, 1), ("f1", 2 * tp, 2 * tp + (m - pos - tn) + (pos - tp), 2)):
-                for name, (lo, hi) in ratio_candidates(num.astype(float), den.astype(float), unit).items():
+                intervals, deff = ratio_candidates(num.astype(float), den.astype(float), unit)
+                for name, (lo, hi) in intervals.items():
                     hits[f"{metric}: {name}"] = hits.get(f"{metric}: {name}", 0) + (lo <= TRUTH <= hi)
+                if metric == "accuracy" and deff < 1:
+                    below += 1
+                    for name in ("no floor", "shipped"):
+                        hits[f"accuracy, D̂ < 1: {name}"] = hits.get(f"accuracy, D̂ < 1: {name}", 0) + (intervals[name][0] <= TRUTH <= intervals[name][1])
             y, s, ids = auroc_rows(m, icc, rng)
             if y.all() or not y.any(): continue
             boot = percentile_ci(_cluster_auc_boot(y, s, ids, 1000, 0), LEVEL)        # before: percentile cluster bootstrap
             for name, (lo, hi) in (("auroc: before", boot), ("auroc: shipped", cluster_auroc_ci(y, s, ids, LEVEL))):
                 hits[name] = hits.get(name, 0) + (lo <= TRUTH <= hi)
-        rows.append({"design": design, "clusters": g, "icc": icc, **{k: 100 * v / reps for k, v in hits.items()}})
+        rows.append({"design": design, "clusters": g, "icc": icc, "accuracy: % with D̂ < 1": 100 * below / reps,
+                     **{k: 100 * v / (below if "D̂ < 1" in k else reps) for k, v in hits.items()}})
     return pd.DataFrame(rows).set_index(["design", "clusters", "icc"]).T
 
 
@@ -157,7 +159,7 @@ def power_plans(reps: int = 10_000) -> pd.DataFrame:
     for effect, disc, deff, m in [(10, 30, 1.5, 30), (10, 20, 2, 40), (5, 10, 1.5, 40), (10, 30, 2, 20), (20, 40, 4, 12),
                                   (30, 50, 3, 8), (8, 12, 2, 30), (10, 30, 2, 4)]:
         plan = paired_sample_size(effect, disc, design_effect=deff, cluster_size=m)
-        rows_plan = next(n for n in range(1, 10 ** 6) if mcnemar_power(n, disc, effect) >= 0.8)
+        rows_plan = paired_sample_size(effect, disc)["n"]         # the rows' plan: exact power of the test on rows
         normal = math.ceil(round(deff * rows_plan / m, 6))          # the plan before issue 42: rows × design effect
         power = {g: cluster_power(cluster_balances(g, m, disc, effect, deff, reps, seed=1000 + g)) for g in {plan["n_clusters"], normal}}
         rows.append({"effect": effect, "discordance": disc, "design_effect": deff, "cluster_size": m,

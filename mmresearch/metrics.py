@@ -16,16 +16,18 @@ import pandas as pd
 from scipy import special, stats
 
 # %% auto #0
-__all__ = ['BINARY_METRICS', 'N_CODES', 'UNPARSED_RULES', 'N_BOOT', 'FEW_CLUSTERS', 'FLIP_PATTERNS', 'CORRELATIONS',
-           'MENTION_FOLLOWERS', 'CHAIR_COLUMNS', 'yes_no_codes', 'binary_codes', 'ratio_parts', 'metrics_from_counts',
-           'binary_metrics', 'bootstrap_indices', 'bootstrap_counts', 'percentile_ci', 'cluster_index',
-           'cluster_totals', 'cluster_bootstrap_sums', 'effective_clusters', 'few_clusters_note', 'bell_mccaffrey_df',
-           'cluster_df', 'wilson_ci', 'anova_design_effect', 'cluster_ratio_ci', 'clusters_in_n', 'binary_report',
-           'unit_verdicts', 'accuracy_ci', 'metrics_by', 'wide_table', 'mcnemar', 'mcnemar_power', 'cluster_balances',
-           'cluster_power', 'paired_sample_size', 'paired_mde', 'cluster_diff', 'sign_flip_ci', 'score_ci',
-           'compare_conditions', 'ratio_ci', 'mean_ci', 'correlation', 'correlation_table', 'placement_values',
-           'cluster_auroc_ci', 'auroc', 'reliability_table', 'calibration', 'probability_report', 'reliability_by',
-           'rouge_l', 'bleu4', 'corpus_bleu4', 'plural_forms', 'ObjectVocab', 'chair_row', 'chair', 'chair_metrics']
+__all__ = ['BINARY_METRICS', 'N_CODES', 'UNPARSED_RULES', 'N_BOOT', 'FEW_CLUSTERS', 'DEFF_RAMP', 'AGREE_NOTE', 'ALIKE_NOTE',
+           'FLIP_PATTERNS', 'CORRELATIONS', 'MENTION_FOLLOWERS', 'CHAIR_COLUMNS', 'yes_no_codes', 'binary_codes',
+           'ratio_parts', 'metrics_from_counts', 'binary_metrics', 'bootstrap_indices', 'bootstrap_counts',
+           'percentile_ci', 'cluster_index', 'cluster_totals', 'cluster_bootstrap_sums', 'effective_clusters',
+           'is_few_clusters', 'few_clusters_note', 'bell_mccaffrey_df', 'cluster_df', 'wilson_ci',
+           'anova_design_effect', 'cluster_quantile', 'ratio_variance_parts', 'cluster_ratio_ci', 'clusters_in_n',
+           'binary_report', 'unit_verdicts', 'accuracy_ci', 'metrics_by', 'wide_table', 'mcnemar', 'mcnemar_power',
+           'cluster_balances', 'cluster_power', 'paired_sample_size', 'paired_mde', 'cluster_diff', 'sign_flip_ci',
+           'score_ci', 'paired_accuracy', 'compare_conditions', 'ratio_ci', 'mean_ci', 'correlation',
+           'correlation_table', 'placement_values', 'cluster_auroc_ci', 'auroc', 'reliability_table', 'calibration',
+           'probability_report', 'reliability_by', 'rouge_l', 'bleu4', 'corpus_bleu4', 'plural_forms', 'ObjectVocab',
+           'chair_row', 'chair', 'chair_metrics']
 
 # %% ../nbs/11_metrics.ipynb #56e6c2d4
 _YN = {"yes": 1, "no": 0, "true": 1, "false": 0, "1": 1, "0": 0, "1.0": 1, "0.0": 0}
@@ -206,6 +208,12 @@ def effective_clusters(sizes # rows (or denominator) per cluster
     m2 = np.asarray(sizes, dtype=float) ** 2
     return float(m2.sum() ** 2 / (m2 ** 2).sum()) if m2.sum() > 0 else 0.0
 
+def is_few_clusters(sizes # rows (or denominator) per cluster of one estimate
+                   ) -> bool:
+    "The `few_clusters` flag: some cluster has rows and their effective number is below `FEW_CLUSTERS`."
+    m = np.asarray(sizes, dtype=float)
+    return bool((m > 0).any() and effective_clusters(m) < FEW_CLUSTERS)
+
 def few_clusters_note(sizes # rows (or denominator) per cluster of one estimate
                      ) -> str:
     "Why an interval on these clusters needs care ('' when it does not): few effective clusters, or one cluster holding most rows."
@@ -259,25 +267,46 @@ def anova_design_effect(num, # per-cluster numerator totals
     rho = (between - within) / (between + (n0 - 1) * within) if between + (n0 - 1) * within > 0 else 0.0
     return max(0.0, float((m * (1 + (m - 1) * rho)).sum() / total))
 
+DEFF_RAMP = 0.5   # the quantile goes from the normal's at a design effect of 1 to the full cluster t at 1 + DEFF_RAMP
+
+def cluster_quantile(level: float, # e.g. 0.95
+                     df: float, # `cluster_df` of the clusters
+                     deff: float # the design effect used, ≥ 1
+                    ) -> float:
+    "The interval's quantile: the normal's at D = 1 (the rows' own variance, nothing estimated from the clusters), t on df from D = 1 + DEFF_RAMP, t on df·DEFF_RAMP/(D − 1) between."
+    share = min(1.0, (deff - 1) / DEFF_RAMP)
+    return float(stats.norm.ppf(0.5 + level / 2)) if share <= 0 else float(stats.t.ppf(0.5 + level / 2, df / share))
+
+def ratio_variance_parts(num, # per-cluster numerator totals
+                         den, # per-cluster denominator totals
+                         unit: float = 1 # what one success adds to num and den (F1: a true positive adds 2)
+                        ) -> dict:
+    "What the few-cluster interval is built from: value, g (clusters with rows), df (`cluster_df`), rows (Σ row value²), anova and sandwich design effects."
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    keep = den > 0; num, den = num[keep], den[keep]
+    g, total = len(den), den.sum()
+    value = float(num.sum() / total) if total > 0 else math.nan
+    out = dict(value=value, g=g, total=float(total), df=math.nan, rows=math.nan, anova=math.nan, sandwich=math.nan)
+    if g < 2: return out
+    w = den / total
+    terms = (num - value * den) ** 2 / (1 - w)                   # CR2: each cluster's squared residual over 1 − its leverage
+    rows = (num * unit * (1 - value) ** 2 + (den - num) * value ** 2).sum()   # Σ (row value)²: the variance × total² were rows independent
+    out.update(df=cluster_df(w, terms), rows=float(rows))
+    if 0 < value < 1: out.update(anova=anova_design_effect(num, den, unit), sandwich=float(terms.sum() / rows))
+    return out
+
 def cluster_ratio_ci(num, # per-cluster numerator totals
                      den, # per-cluster denominator totals
                      level: float = 0.95,
                      unit: float = 1 # what one success adds to num and den (F1: a true positive adds 2)
                     ) -> tuple[float, float, float]:
-    "sum(num)/sum(den) and its few-cluster interval (0–1): Wilson at the effective n with a t quantile on `cluster_df` (see above)."
-    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
-    keep = den > 0; num, den = num[keep], den[keep]
-    g, total = len(den), den.sum()
-    value = float(num.sum() / total) if total > 0 else math.nan
+    "sum(num)/sum(den) and its few-cluster interval (0–1): Wilson at the effective n, never more than the rows', with `cluster_quantile` (see above)."
+    p = ratio_variance_parts(num, den, unit)
+    value, g = p["value"], p["g"]
     if g < 2: return value, math.nan, math.nan
-    w = den / total
-    terms = (num - value * den) ** 2 / (1 - w)                   # CR2: each cluster's squared residual over 1 − its leverage
-    q = float(stats.t.ppf(0.5 + level / 2, cluster_df(w, terms)))
-    if np.abs(num - value * den).max() < 1e-9: return (value, *wilson_ci(value, g, q))   # no variance seen (all alike, or 0 or 100%): one trial per cluster
-    rows = (num * unit * (1 - value) ** 2 + (den - num) * value ** 2).sum()   # Σ (row value)²: the variance × total² were rows independent
-    anova = anova_design_effect(num, den, unit)
-    deff = max(anova, (anova + terms.sum() / rows) / 2)          # the ANOVA's, raised half-way to the sandwich's when that is larger
-    return (value, *wilson_ci(value, value * (1 - value) * total ** 2 / (deff * rows), q))
+    if value in (0.0, 1.0): return (value, *wilson_ci(value, g, float(stats.t.ppf(0.5 + level / 2, p["df"]))))   # no variance seen: one trial per cluster
+    deff = max(1.0, p["anova"], (p["anova"] + p["sandwich"]) / 2)   # the ANOVA's, raised half-way to the sandwich's when that is larger; never below 1
+    return (value, *wilson_ci(value, value * (1 - value) * p["total"] ** 2 / (deff * p["rows"]), cluster_quantile(level, p["df"], deff)))
 
 # %% ../nbs/11_metrics.ipynb #f64f6132
 def _tidy(values: dict, los, his, ns) -> pd.DataFrame:
@@ -356,7 +385,7 @@ def binary_report(df: pd.DataFrame, # one row per sample
     out["ci_note"] = [_ci_note(m, n, k) for m, n, k in zip(method, out.n, sizes)]
     if ids is not None:
         out["n_clusters"] = clusters_in_n(codes, ids)
-        out["few_clusters"] = [bool(k is not None and (k > 0).any() and effective_clusters(k) < FEW_CLUSTERS) for k in sizes]
+        out["few_clusters"] = [k is not None and is_few_clusters(k) for k in sizes]
     return out
 
 # %% ../nbs/11_metrics.ipynb #28d2d837
@@ -633,6 +662,9 @@ def paired_mde(correct_a, correct_b, # per row: was each condition right? (bool)
     return out
 
 # %% ../nbs/11_metrics.ipynb #682ff7fc
+AGREE_NOTE = "the conditions agree on every row: no interval"
+ALIKE_NOTE = "every cluster moves the difference alike: no interval"
+
 def _diff_parts(parts_a: tuple, parts_b: tuple # (num, den) per cluster of each condition's ratio, from `ratio_parts`
                ) -> tuple[float, np.ndarray, np.ndarray]:
     "b − a of two ratios, each cluster's linearised share u of it (Σu = 0) and its weight w (Σw = 1); only clusters with rows."
@@ -646,14 +678,14 @@ def _diff_parts(parts_a: tuple, parts_b: tuple # (num, den) per cluster of each 
 
 def cluster_diff(parts_a: tuple, parts_b: tuple, # (num, den) per cluster of each condition's ratio, from `ratio_parts`
                  level: float = 0.95, alpha: float = 0.05, power: float = 0.8) -> dict:
-    "Paired difference of two ratios (points): a CR2 cluster-robust t on `cluster_df` degrees of freedom, its interval and p-value one test: diff, ci_low, ci_high, p_value, mde, df."
+    "Paired difference of two ratios (points): a CR2 cluster-robust t on `cluster_df` degrees of freedom, its interval and p-value one test: diff, ci_low, ci_high, p_value, mde, df, ci_note."
     diff, u, w = _diff_parts(parts_a, parts_b)
-    out = dict(diff=100 * diff, ci_low=math.nan, ci_high=math.nan, p_value=math.nan, mde=math.nan, df=math.nan)
+    out = dict(diff=100 * diff, ci_low=math.nan, ci_high=math.nan, p_value=math.nan, mde=math.nan, df=math.nan, ci_note="")
     if len(u) < 2: return out
     terms = u ** 2 / (1 - w)
     se, df = 100 * math.sqrt(float(terms.sum())), cluster_df(w, terms)
-    if se == 0:                                                  # no cluster moves the difference (a condition with itself)
-        out.update(ci_low=out["diff"], ci_high=out["diff"], p_value=1.0 if diff == 0 else math.nan); return out
+    if se == 0:                                                  # no cluster moves the difference apart from its size: no spread to measure
+        out.update(p_value=1.0 if diff == 0 else math.nan, ci_note=AGREE_NOTE if diff == 0 else ALIKE_NOTE); return out
     q = float(stats.t.ppf(0.5 + level / 2, df))
     out.update(ci_low=max(-100.0, out["diff"] - q * se), ci_high=min(100.0, out["diff"] + q * se), df=df,   # a difference of rates
                p_value=float(2 * stats.t.sf(abs(out["diff"]) / se, df)),
@@ -661,7 +693,7 @@ def cluster_diff(parts_a: tuple, parts_b: tuple, # (num, den) per cluster of eac
     return out
 
 # %% ../nbs/11_metrics.ipynb #i42a0006
-FLIP_PATTERNS = 1 << 14   # sign flips enumerated exactly up to this many patterns; beyond, `n_boot` random ones
+FLIP_PATTERNS = 1 << 20   # sums of sign flips enumerated exactly up to this many; beyond, `n_boot` random flips
 
 def _flip_support(k: int) -> tuple[np.ndarray, np.ndarray]:
     "The sum of k equal terms' random signs, in units of one term: values −k, −k + 2, …, k and their probabilities (tails below 1e-14 dropped)."
@@ -669,13 +701,16 @@ def _flip_support(k: int) -> tuple[np.ndarray, np.ndarray]:
     j = np.arange(k + 1); p = stats.binom.pmf(j, k, 0.5); keep = p > 1e-14
     return 2.0 * j[keep] - k, p[keep]
 
-def _flip_sums(u: np.ndarray, w: np.ndarray, n_flips: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-    "Σ s_g u_g and Σ s_g w_g over sign flips s, with each sum's probability: every pattern when few (exact), else n_flips random ones plus none flipped."
-    cls, counts = np.unique(np.c_[u, w], axis=0, return_counts=True)   # identical clusters: how many of them flip is Binomial(k, ½)
-    if math.prod(int(min(k + 1, 1 + 15 * math.sqrt(k))) for k in counts) <= FLIP_PATTERNS:   # (an upper bound on the kept support)
+def _flip_sums(u: np.ndarray, w: np.ndarray, n_flips: int, seed: int,
+               classes: np.ndarray | None = None # per cluster, an exact key of its (u, w) (accuracy: its balance and rows); default (u, w)
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    "Σ s_g u_g and Σ s_g w_g over sign flips s, with each sum's probability: every sum when few (exact), else n_flips random flips plus none flipped."
+    _, first, counts = np.unique(np.c_[u, w] if classes is None else classes, axis=0, return_index=True, return_counts=True)
+    cls = np.c_[u, w][first]                                     # identical clusters: how many of the k flip is Binomial(k, ½)
+    supports = [_flip_support(int(k)) for k in counts]
+    if math.prod(len(s) for s, _ in supports) <= FLIP_PATTERNS:
         a, b, prob = np.zeros(1), np.zeros(1), np.ones(1)
-        for k, (uc, wc) in zip(counts, cls):
-            s, p = _flip_support(int(k))
+        for (uc, wc), (s, p) in zip(cls, supports):
             a, b, prob = ((a[:, None] + s * uc).ravel(), (b[:, None] + s * wc).ravel(), (prob[:, None] * p).ravel())
         return a, b, prob / prob.sum(), True
     rng, many = np.random.default_rng(seed), counts > 1
@@ -688,9 +723,11 @@ def _flip_sums(u: np.ndarray, w: np.ndarray, n_flips: int, seed: int) -> tuple[n
 def sign_flip_ci(u: np.ndarray, # each cluster's linearised share of the difference (Σu = 0), from `_diff_parts`
                  w: np.ndarray, # each cluster's weight (Σw = 1)
                  diff: float, # the observed difference (a fraction)
-                 level: float = 0.95, n_flips: int = N_BOOT, seed: int = 0) -> dict:
+                 level: float = 0.95, n_flips: int = N_BOOT, seed: int = 0,
+                 classes: np.ndarray | None = None # per cluster, an exact key of its (u, w): clusters alike flip as one class
+                ) -> dict:
     "The wild score (sign-flip) test of every difference d0 inverted: p_value at 0 and the interval of the d0 it keeps, from one set of flips; exact (bool)."
-    a, b, prob, exact = _flip_sums(np.asarray(u, dtype=float), np.asarray(w, dtype=float), n_flips, seed)
+    a, b, prob, exact = _flip_sums(np.asarray(u, dtype=float), np.asarray(w, dtype=float), n_flips, seed, classes)
     full = np.abs(b) >= 1 - 1e-12                                # no cluster flipped, or all: the statistic itself
     r1, r2 = a / np.where(full, 1, 1 - b), -a / np.where(full, 1, 1 + b)   # a flip reaches |δ| for δ between these
     hi = np.where(full, np.inf, np.maximum(r1, r2)); lo = np.where(full, -np.inf, np.minimum(r1, r2))
@@ -722,13 +759,33 @@ def score_ci(u: np.ndarray, w: np.ndarray, diff: float, # as `sign_flip_ci`
 def _accuracy_test(hits_a: np.ndarray, hits_b: np.ndarray, # per cluster (or row): rows each condition got right
                    rows: np.ndarray, # per cluster: rows compared
                    clustered: bool, level: float = 0.95, n_flips: int = N_BOOT, seed: int = 0, exact_below: int = 25) -> dict:
-    "Accuracy's one test, `mcnemar` at 0 and inverted for the interval (a fraction): the sign flip below `exact_below` unbalanced clusters (rows), else the score test."
+    "Accuracy's one test, `mcnemar` at 0 and inverted for the interval (a fraction): the sign flip below `exact_below` unbalanced clusters (rows), else the score test; ci_note."
+    hits_a, hits_b, rows = (np.asarray(x, dtype=float) for x in (hits_a, hits_b, rows))
     diff, u, w = _diff_parts((hits_a, rows), (hits_b, rows))
     prefix = "mcnemar_cluster_" if clustered else "mcnemar_"
-    if (hits_a == hits_b).all(): return {"p_value": 1.0, "ci_low": diff, "ci_high": diff, "test": prefix + "exact"}   # every balance 0: no cluster moves the difference
-    if int((hits_a != hits_b).sum()) >= exact_below and (r := score_ci(u, w, diff, level)) is not None: return {**r, "test": prefix + "chi2"}
-    r = sign_flip_ci(u, w, diff, level, n_flips, seed)
-    return {**r, "test": prefix + "exact" if r.pop("exact") else "mcnemar_sign_flip"}
+    balance = hits_b - hits_a
+    if not balance.any(): return {"p_value": 1.0, "ci_low": math.nan, "ci_high": math.nan, "test": prefix + "exact", "ci_note": AGREE_NOTE}
+    if int((balance != 0).sum()) >= exact_below and (r := score_ci(u, w, diff, level)) is not None: r["test"] = prefix + "chi2"
+    else:
+        r = sign_flip_ci(u, w, diff, level, n_flips, seed, classes=np.c_[balance, rows][rows > 0])
+        r["test"] = prefix + ("exact" if r.pop("exact") else "sign_flip")
+    if (balance * rows.sum() == balance.sum() * rows).all():   # every cluster's balance in proportion to its rows: every u is 0
+        r.update(ci_low=math.nan, ci_high=math.nan, ci_note=ALIKE_NOTE)
+    return {"ci_note": "", **r}
+
+def paired_accuracy(correct_a, correct_b, # per row: was each condition right? (bool), same rows in the same order
+                    cluster=None, # cluster id per row: the clustered test when some cluster holds several rows
+                    level: float = 0.95, n_flips: int = N_BOOT, seed: int = 0) -> dict:
+    "Accuracy's paired difference b − a (points) with the one test `compare_conditions` runs: diff, ci_low, ci_high, p_value, test, ci_note."
+    a, b = np.asarray(correct_a, dtype=bool), np.asarray(correct_b, dtype=bool)
+    if a.shape != b.shape: raise ValueError(f"correct_a has {a.size} rows but correct_b has {b.size}")
+    if not a.size: return dict(diff=math.nan, ci_low=math.nan, ci_high=math.nan, p_value=math.nan, test="none", ci_note="no rows")
+    ids = cluster_index(cluster, a.size)
+    clustered = ids is not None and int(ids.max()) + 1 < a.size
+    units = pd.factorize(ids, sort=True)[0] if clustered else np.arange(a.size)
+    r = _accuracy_test(np.bincount(units, a), np.bincount(units, b), np.bincount(units).astype(float), clustered, level, n_flips, seed)
+    return dict(diff=100 * float(b.mean() - a.mean()), ci_low=100 * r["ci_low"], ci_high=100 * r["ci_high"], p_value=r["p_value"],
+                test=r["test"], ci_note=r["ci_note"])
 
 def compare_conditions(label, # gold answers, shared by both conditions
                        pred_a, pred_b, # the two conditions' predictions on the same rows, in the same order
@@ -740,7 +797,7 @@ def compare_conditions(label, # gold answers, shared by both conditions
                        unparsed: str = "exclude", # a row without a prediction: "exclude" (dropped from both) or "wrong"
                        positive: str = "yes" # the positive class of precision, recall and F1: "yes", or "no" (AMBER's; the share is then `no_ratio`)
                       ) -> pd.DataFrame:
-    "Per metric, on the rows both conditions score: a, b, diff (b − a), CI, p_value and test (one test: the CI is its inversion), mde, n, n_unscored (+ n_clusters, few_clusters, ci_note)."
+    "Per metric, on the rows both conditions score: a, b, diff (b − a), CI, p_value and test (one test: the CI is its inversion), mde, n, n_unscored, ci_note (+ n_clusters, few_clusters)."
     _check_level(level)
     _check_positive(positive, "compare_conditions")
     if positive == "no":   # as `metrics_by`: both classes swapped, so accuracy and McNemar are unchanged
@@ -771,17 +828,17 @@ def compare_conditions(label, # gold answers, shared by both conditions
         if math.isnan(d): note = "no rows"                     # a condition has no denominator (no "yes" answer for precision)
         elif clustered and len(w) < 2: note = "one cluster: no interval"
         else:
-            if m == "accuracy": lo, hi, p, test, mde = 100 * acc["ci_low"], 100 * acc["ci_high"], acc["p_value"], acc["test"], accuracy_mde
+            if m == "accuracy": lo, hi, p, test, mde, note = 100 * acc["ci_low"], 100 * acc["ci_high"], acc["p_value"], acc["test"], accuracy_mde, acc["ci_note"]
             else:
                 r = cluster_diff(qa[m], qb[m], level, alpha, power)
-                lo, hi, p, mde, test = r["ci_low"], r["ci_high"], r["p_value"], r["mde"], "cluster_t" if clustered else "paired_t"
-            if clustered: note, few = few_clusters_note(w), len(w) > 0 and effective_clusters(w) < FEW_CLUSTERS
+                lo, hi, p, mde, test, note = r["ci_low"], r["ci_high"], r["p_value"], r["mde"], "cluster_t" if clustered else "paired_t", r["ci_note"]
+            if clustered: note, few = "; ".join(filter(None, [note, few_clusters_note(w)])), is_few_clusters(w)
         rows.append({"metric": m, "a": float(pa[m][0]), "b": float(pb[m][0]), "diff": float(pb[m][0] - pa[m][0]),
                      "ci_low": float(lo), "ci_high": float(hi), "p_value": p, "test": test, "mde": mde,
                      "n": len(ca), "n_unscored": int((~both).sum()), "few_clusters": bool(few), "ci_note": note})
     out = pd.DataFrame(rows)
     out["metric"] = _share_named(out.metric, positive)
-    if ids is None: return out.drop(columns=["few_clusters", "ci_note"])
+    if ids is None: return out.drop(columns=["few_clusters"])
     out.insert(out.columns.get_loc("few_clusters"), "n_clusters", g)
     return out
 
@@ -796,7 +853,7 @@ def _cluster_flags(ids: np.ndarray | None # `cluster_index` of the rows, or None
     if ids is None: return {}
     m = np.bincount(ids)
     if m.max() == 1 and len(m) > 1: return {"n_clusters": len(m), "few_clusters": False, "ci_note": ""}
-    return {"n_clusters": len(m), "few_clusters": bool(effective_clusters(m) < FEW_CLUSTERS), "ci_note": few_clusters_note(m)}
+    return {"n_clusters": len(m), "few_clusters": is_few_clusters(m), "ci_note": few_clusters_note(m)}
 
 def ratio_ci(num, # per-sample numerator
              den, # per-sample denominator
@@ -872,6 +929,7 @@ def correlation(x, y, # paired values (e.g. an automatic metric and the truth)
             z = np.arctanh(np.clip(r, -1 + 1e-15, 1 - 1e-15))
             out.update(ci_low=float(np.tanh(z - half)), ci_high=float(np.tanh(z + half)))
     elif n_boot > 0:
+        order = _row_order(x, y); x, y = x[order], y[order]     # rows sorted: their order cannot move a draw
         boot = np.concatenate([_boot_corr(method, x[i], y[i]) for i in bootstrap_indices(n, n_boot, seed)])
         lo, hi = percentile_ci(boot, level); out.update(ci_low=float(lo), ci_high=float(hi))
     return out

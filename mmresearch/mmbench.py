@@ -24,7 +24,7 @@ from .core import ImageRef, Request, Response, stable_hash, user
 from .datasets import DataFormatError
 from .inputs import read_input, read_input_text
 from .parsing import final_answer
-from .metrics import N_BOOT, cluster_bootstrap_sums, mcnemar, mean_ci, percentile_ci
+from .metrics import N_BOOT, cluster_bootstrap_sums, mean_ci, paired_accuracy, percentile_ci
 from .registry import paired_items, sample_view, scorer
 
 # %% auto #0
@@ -740,13 +740,12 @@ def mc_parser_sensitivity(passes: Sequence[MCItem], # the passes that were answe
             x = it[metric].dropna().astype(float).to_numpy()
             score = mean_ci(x, n_boot, seed=seed) if len(x) else {"value": float("nan"), "ci_low": float("nan"), "ci_high": float("nan")}
             paired = pd.concat([items["ours"][metric], it[metric]], axis=1, keys=["a", "b"]).dropna().astype(bool)
-            diff = mean_ci(paired.b.astype(float) - paired.a.astype(float), n_boot, seed=seed) if len(paired) else score
-            p = mcnemar(paired.a, paired.b)["p_value"] if len(paired) and chain != "ours" else float("nan")
+            diff = paired_accuracy(paired.a, paired.b, n_flips=n_boot, seed=seed)   # McNemar's test, inverted for the interval
             rows.append(dict(chain=chain, metric=metric, value=100 * score["value"], ci_low=100 * score["ci_low"],
                              ci_high=100 * score["ci_high"], agreement=100.0 if chain == "ours" else agree,
                              n_disagree=0 if chain == "ours" else int((answers.choice[both] != other.choice[both]).sum()),
-                             diff=100 * diff["value"], diff_ci_low=100 * diff["ci_low"], diff_ci_high=100 * diff["ci_high"],
-                             p_value=p, n=len(x), cluster="item"))
+                             diff=diff["diff"], diff_ci_low=diff["ci_low"], diff_ci_high=diff["ci_high"], p_value=diff["p_value"],
+                             test=diff["test"], ci_note=diff["ci_note"], n=len(x), cluster="item"))
     return pd.DataFrame(rows)
 
 # %% ../nbs/14_mmbench.ipynb #0dbe8372

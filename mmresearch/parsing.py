@@ -308,8 +308,8 @@ def parser_sensitivity(rows: pd.DataFrame, # one row per answer: raw text (None 
 # %% ../nbs/10_parsing.ipynb #6c625855
 def sensitivity_wide(table: pd.DataFrame, # output of `parser_sensitivity`
                      digits: int = 1) -> pd.DataFrame:
-    "One row per chain: each metric 'value [low, high]', agreement (%), and 'Δ metric' 'diff [low, high]' vs the reference."
-    f = lambda v, lo, hi: f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+    "One row per chain: each metric 'value [low, high]', agreement (%), and 'Δ metric' 'diff [low, high]' vs the reference ('diff' alone without an interval)."
+    f = lambda v, lo, hi: f"{v:.{digits}f}" if math.isnan(lo) else f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
     rows = []
     for chain, g in table.groupby("chain", sort=False):
         row = {"chain": chain, "parser": g.parser.iloc[0], "policy": g.policy.iloc[0],

@@ -1,8 +1,10 @@
 """Issue 42: intervals that hold where benchmarks are small. One test per defect the issue lists, each failing on the
-metrics before it (a design effect below 1 switching to the rows' Wilson interval, a flag that counts clusters, not
-effective clusters, AUROC with no few-clusters flag and zero-width one-cluster intervals, a comparison row that mixes two
-tests, G − 1 degrees of freedom whatever the cluster sizes, plans for a test that does not run, DeprecationWarnings from
-scipy, endpoints that move with row order). Coverage and size at length: `benchmarks/bench_coverage.py`."""
+metrics before it (a design effect below 1 switching to the rows' Wilson interval, and later narrowing the interval
+below it; a flag that counts clusters, not effective clusters; AUROC with no few-clusters flag and zero-width one-cluster
+intervals; a comparison row that mixes two tests; G − 1 degrees of freedom whatever the cluster sizes; plans for a test
+that does not run; DeprecationWarnings from scipy; endpoints that move with row order; random sign flips where the exact
+McNemar test is cheap; zero-width intervals where every cluster moves the difference alike). Coverage and size at
+length: `benchmarks/bench_coverage.py`."""
 import math
 import warnings
 
@@ -11,8 +13,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from mmresearch.metrics import (auroc, binary_report, calibration, cluster_diff, cluster_ratio_ci, compare_conditions, mcnemar,
-                                mean_ci, paired_sample_size, wilson_ci)
+from mmresearch.metrics import (auroc, binary_report, calibration, cluster_diff, cluster_ratio_ci, compare_conditions, correlation,
+                                mcnemar, mean_ci, paired_sample_size, wilson_ci)
 
 
 def wilson(value: float, n: float, q: float) -> tuple[float, float]:
@@ -22,17 +24,64 @@ def wilson(value: float, n: float, q: float) -> tuple[float, float]:
     return centre - half, centre + half
 
 
-def test_a_design_effect_below_one_keeps_the_cluster_interval():
-    "Four clusters of four rows, 2, 2, 2 and 3 right: the clusters agree more than rows would, the design effect is below 1."
+def test_a_design_effect_below_one_never_narrows_the_interval_below_the_rows():
+    "Four clusters of four rows, 2, 2, 2 and 3 right: the clusters agree more than rows would, the estimated design effect is below 1."
     value, lo, hi = cluster_ratio_ci([2, 2, 2, 3], [4, 4, 4, 4])
     r = 9 / 16                                                  # by hand:
     resid = np.array([2, 2, 2, 3]) - 4 * r                     # −0.25, −0.25, −0.25, 0.75
     sandwich = (resid ** 2 / 0.75).sum() / 16 / (r * (1 - r))   # CR2 (leverage 1/4) over the binomial variance: 0.254
     between, within = 4 * ((resid / 4) ** 2).sum() / 3, (3 * (2 - 1) + (3 - 9 / 4)) / 12   # ANOVA mean squares: 1/16, 5/16
     anova = 1 + 3 * (between - within) / (between + 3 * within)   # Kish with n0 = 4: 0.25
-    q = stats.t.ppf(0.975, 3)                                   # equal clusters: Bell–McCaffrey's G − 1 = 3 (the terms' spread allows 6)
-    assert value == r and (lo, hi) == pytest.approx(wilson(r, 16 / max(anova, (anova + sandwich) / 2), q), abs=1e-12)   # 0.252
-    assert (lo, hi) != pytest.approx(wilson_ci(r, 16), abs=1e-6)   # before: the 16 rows' Wilson interval with the normal quantile
+    assert max(anova, (anova + sandwich) / 2) < 1
+    assert value == r and (lo, hi) == pytest.approx(wilson(r, 16, stats.norm.ppf(0.975)), abs=1e-12)   # the 16 rows' own interval
+    narrow = wilson(r, 16 / max(anova, (anova + sandwich) / 2), stats.t.ppf(0.975, 3))   # before: Wilson at 16 / 0.25 rows, 0.28 wide
+    assert hi - lo > narrow[1] - narrow[0] + 0.05
+
+
+def test_no_cluster_interval_is_narrower_than_the_rows_wilson():
+    "At 10 clusters of 1–20 rows with no correlation, about a third of the intervals were narrower than the rows' Wilson interval."
+    rng, narrower = np.random.default_rng(11), 0
+    for _ in range(300):
+        m = rng.integers(1, 21, 10); right = rng.binomial(m, 0.8)
+        _, lo, hi = cluster_ratio_ci(right, m)
+        rlo, rhi = wilson_ci(right.sum() / m.sum(), m.sum())
+        narrower += hi - lo < rhi - rlo - 1e-12
+    assert narrower == 0                                        # before: 97 of 300
+
+
+def test_unclustered_mcnemar_below_25_discordant_rows_is_exact():
+    "1,000 rows, 12 discordant for A and 8 for B: the exact binomial p 0.5034 whatever the seed (before: random flips, 0.496–0.503)."
+    yes, a = ["yes"] * 1000, ["yes"] * 12 + ["no"] * 8 + ["yes"] * 980
+    b = ["no"] * 12 + ["yes"] * 8 + ["yes"] * 980
+    for seed in (0, 1, 2):
+        r = compare_conditions(yes, a, b, seed=seed).set_index("metric").loc["accuracy"]
+        assert r["test"] == "mcnemar_exact" and r["p_value"] == pytest.approx(stats.binomtest(8, 20).pvalue, abs=1e-12)
+        assert r["p_value"] == pytest.approx(mcnemar(np.array(a) == "yes", np.array(b) == "yes")["p_value"], abs=1e-12)
+
+
+def test_random_sign_flips_keep_the_cluster_label():
+    "24 clusters of 1–24 rows, each one row apart: too many patterns to enumerate; the test is still named as clustered."
+    ids = np.repeat(np.arange(24), np.arange(1, 25))
+    a = np.ones(ids.size, bool); b = np.ones(ids.size, bool)
+    first = np.r_[0, np.cumsum(np.arange(1, 24))]              # each cluster's first row: A wrong in even clusters, B in odd
+    a[first[::2]] = False; b[first[1::2]] = False
+    t = compare_conditions(["yes"] * ids.size, np.where(a, "yes", "no"), np.where(b, "yes", "no"), cluster=ids, n_boot=2000)
+    assert t.set_index("metric").loc["accuracy", "test"] == "mcnemar_cluster_sign_flip"   # before: mcnemar_sign_flip
+
+
+def test_clusters_that_move_the_difference_alike_give_no_interval():
+    "Ten clusters each favouring B by one of two rows, or two conditions that agree everywhere: NaN with a note, not [50, 50] or [0, 0]."
+    ids = np.repeat(np.arange(10), 2)
+    alike = compare_conditions(["yes", "no"] * 10, ["yes", "yes"] * 10, ["yes", "no"] * 10, cluster=ids).set_index("metric")
+    assert alike.loc["accuracy", "p_value"] == pytest.approx(2 / 2 ** 10, abs=1e-12)
+    assert alike.loc["accuracy", ["ci_low", "ci_high"]].isna().all()
+    assert alike.loc["accuracy", "ci_note"].startswith("every cluster moves the difference alike: no interval")
+    same = compare_conditions(["yes", "no"] * 10, ["yes", "yes"] * 10, ["yes", "yes"] * 10).set_index("metric")
+    for m in ("accuracy", "f1"):
+        assert same.loc[m, "p_value"] == 1.0 and same.loc[m, ["ci_low", "ci_high"]].isna().all()
+        assert same.loc[m, "ci_note"] == "the conditions agree on every row: no interval"
+    r = cluster_diff(([2, 4, 6], [4, 8, 12]), ([3, 6, 9], [4, 8, 12]))   # every cluster +25 points: no spread to measure
+    assert r["diff"] == 25 and math.isnan(r["ci_low"]) and r["ci_note"].startswith("every cluster moves the difference alike")
 
 
 def test_one_cluster_with_most_rows_is_flagged():
@@ -124,5 +173,5 @@ def test_unclustered_endpoints_do_not_move_with_row_order():
     p = stats.norm.cdf(s - 0.5)
     order = rng.permutation(300)
     for f in (lambda i: auroc(y[i], s[i], n_boot=500), lambda i: calibration(y[i], p[i], n_boot=500),
-              lambda i: mean_ci(s[i], n_boot=500)):
+              lambda i: mean_ci(s[i], n_boot=500), lambda i: correlation(s[i], p[i] + y[i], "spearman", ci="bootstrap", n_boot=500)):
         assert f(np.arange(300)) == f(order)                    # before: up to 4% of the width apart
