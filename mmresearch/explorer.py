@@ -151,13 +151,18 @@ def _text(v) -> str | None:
     if _missing(v): return None
     if isinstance(v, np.generic): v = v.item()
     if isinstance(v, (list, tuple, dict, np.ndarray)): return json.dumps(v.tolist() if isinstance(v, np.ndarray) else v, default=str, ensure_ascii=False)
-    if isinstance(v, float): return f"{v:.4g}"
+    if isinstance(v, float): return str(int(v)) if v.is_integer() and abs(v) < 1e15 else f"{v:.4g}"   # 16.0 as 16, as a breakdown writes it
     return str(v)
 
 def _group(v) -> str | list[str] | None:
     "A group cell: a text, or a list of texts for an item in several groups."
     if isinstance(v, (list, tuple, np.ndarray)): return [t for t in (_text(x) for x in v) if t is not None] or None
     return _text(v)
+
+def _group_texts(v) -> list[str]:
+    "A group cell's values as the page shows them, as a list ([] when missing): what facets, filters and categories compare."
+    g = _group(v)
+    return [] if g is None else g if isinstance(g, list) else [g]
 
 def _column_values(col: str, values: list) -> tuple[str, str | None, list]:
     "Where a column's cells go in a record (slot, name within it) and the cells converted for the page."
@@ -202,7 +207,8 @@ def column_chunk(columns: dict, # `item_columns` (and `m`: each item's cell in e
 # %% ../nbs/21a_explorer.ipynb #e021a21
 def _cells(a: pd.Series, b: pd.Series) -> tuple[list[list], np.ndarray]:
     "The cross table of two readings ([a, b, n] per pair of values met, 'none' for no reading) and each row's cell index."
-    ta = a.map(lambda v: "none" if _missing(v) else str(v)); tb = b.map(lambda v: "none" if _missing(v) else str(v))
+    as_text = lambda v: "none" if (t := _text(v)) is None else t   # as the items show their readings
+    ta, tb = a.map(as_text), b.map(as_text)
     pairs = pd.Series(list(zip(ta, tb)), index=a.index)
     order = sorted(set(pairs))
     index = {p: k for k, p in enumerate(order)}
@@ -233,14 +239,12 @@ def within_comparisons(frame: pd.DataFrame # an item frame
 _METRIC_FIELDS = {"metric", "value", "ci_low", "ci_high", "n", "n_clusters", "cluster", "call_errors", "judge_failures", "source", *CI_FLAGS}
 
 def _as_group_value(v) -> str | None:
-    "A breakdown value as the groups write it (16.0 -> '16'); None for the overall row."
-    if isinstance(v, float) and not math.isnan(v) and v.is_integer(): v = int(v)
-    t = overall_label(v, "")
-    return None if t in ("", "all", "overall") else t
+    "A breakdown value as the groups write it (`_text`: 16.0 -> '16'); None for the overall row."
+    return None if overall_label(v, "") in ("", "all", "overall") else _text(v)
 
 def _in_group(column: pd.Series, value: str) -> np.ndarray:
-    "Per item: is it in the group `value` (a text cell equal to it, or a list holding it)."
-    return column.map(lambda g: value in [str(x) for x in g] if isinstance(g, (list, tuple, np.ndarray)) else (not _missing(g) and str(g) == value)).to_numpy(bool)
+    "Per item: is it in the group `value` (one of its `_group_texts`)."
+    return column.map(lambda g: value in _group_texts(g)).to_numpy(bool)
 
 def metric_rows(run_dir: str | Path, # the run's folder (its metrics.csv)
                 frame: pd.DataFrame # its item frame
@@ -347,14 +351,14 @@ def _facets(frame: pd.DataFrame) -> list[dict]:
     "Each group column's values with their item counts, most frequent first."
     out = []
     for c in (c for c in frame.columns if c.startswith("group:")):
-        values = frame[c].map(lambda v: [str(x) for x in v] if isinstance(v, (list, tuple, np.ndarray)) else [] if _missing(v) else [str(v)])
-        counts = pd.Series([x for vs in values for x in vs], dtype=object).value_counts()
-        out.append({"name": c[6:], "values": [[str(v), int(n)] for v, n in counts.items()]})
+        counts = pd.Series([x for vs in frame[c].map(_group_texts) for x in vs], dtype=object).value_counts()
+        out.append({"name": c[6:], "values": [[v, int(n)] for v, n in counts.items()]})
     return out
 
 def _judges(frame: pd.DataFrame) -> list[dict]:
     "Each judge's verdicts with their counts ('none': no verdict)."
-    return [{"name": c[6:], "values": [[str(v), int(n)] for v, n in frame[c].map(lambda v: "none" if _missing(v) else str(v)).value_counts().items()]}
+    verdict = lambda v: "none" if (t := _text(v)) is None else t
+    return [{"name": c[6:], "values": [[v, int(n)] for v, n in frame[c].map(verdict).value_counts().items()]}
             for c in frame.columns if c.startswith("judge:")]
 
 def _check_paired_order(run_dir: Path, study: str, frame: pd.DataFrame) -> None:
@@ -396,7 +400,7 @@ def write_run_explorer(run_dir: str | Path, # the run's folder
     comparisons, cells = within_comparisons(frame)
     columns["m"] = {c["id"]: [per.get(c["id"]) for per in cells] for c in comparisons}
     groups = [c for c in frame.columns if c.startswith("group:")]
-    first = lambda v: (v[0] if len(v) else "") if isinstance(v, (list, tuple, np.ndarray)) else ("" if _missing(v) else str(v))
+    first = lambda v: (_group_texts(v) or [""])[0]
     condition = ", ".join(f"{k}={v}" for k, v in (m.get("grid") or {}).items()) or m.get("run", run_dir.name)   # as the sweep names it
     title = f"{m.get('sweep', run_dir.parent.name)} / {condition}: every sample"
     meta = {"title": title, "study": study, "run": run_dir.name, "n": len(frame),
