@@ -228,12 +228,15 @@ def coco_files(data_dir: str | Path) -> tuple[Path, Path]:
 def coco_chair_truth(captions: str | Path, # COCO captions_*.json
                      instances: str | Path, # COCO instances_*.json
                      image_ids=None, # the images to build the truth for (None: every image of the caption file)
-                     tool=None) -> dict[int, set[str]]: # a `chair_tool.ChairTool`; default the published synonyms
+                     tool=None, # a `chair_tool.ChairTool`; default the published synonyms
+                     listed_only: bool = False # keep only the `image_ids` the caption file lists (the others are another split's)
+                    ) -> dict[int, set[str]]:
     "Each image's CHAIR ground truth as the CHAIR tool builds it: segment categories plus the classes its captions mention."
     from mmresearch.chair_tool import ChairTool, ground_truth
     tool = tool or ChairTool()
     caps, inst = json.loads(read_input_text(captions)), json.loads(read_input_text(instances))
     wanted = set(image_ids) if image_ids is not None else {a["image_id"] for a in caps["annotations"]}
+    if listed_only: wanted &= {im["id"] for im in caps["images"]}
     names = {c["id"]: c["name"] for c in inst["categories"]}
     cats: dict[int, list[str]] = {i: [] for i in wanted}
     for a in inst["annotations"]:

@@ -67,10 +67,10 @@ def objhal_truth(data_dir: str | Path, # a folder with COCO 2014's annotations/
     pairs = [(root/c, root/i) for c, i in OBJHAL_ANNOTATIONS if (root/c).is_file() and (root/i).is_file()]
     if not pairs: raise FileNotFoundError(f"COCO's annotations not found in {root}: looked for {', '.join(c for c, _ in OBJHAL_ANNOTATIONS)} and their instances files")
     for caps, inst in pairs:
+        if not (left := want - set(truth)): break                # val holds every image: train is not read
         caps = expect_file(caps, "COCO caption annotations (captions_*.json)", f"COCO's {caps.name}")
         inst = expect_file(inst, "COCO instance annotations (instances_*.json)", f"COCO's {inst.name}")
-        listed = {im["id"] for im in json.loads(read_input_text(caps))["images"]} & want
-        truth.update(coco_chair_truth(caps, inst, listed, tool))
+        truth.update(coco_chair_truth(caps, inst, left, tool, listed_only=True))
     if missing := sorted(want - set(truth)): raise DataFormatError(f"{root}: images {missing[:5]} are in no COCO annotation file there")
     return truth
 

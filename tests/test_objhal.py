@@ -84,3 +84,26 @@ def test_sweep_from_the_files_through_the_fake_server_and_the_tiny_model(tmp_pat
     m = pd.read_csv(res.sweep_dir/fake.run/"metrics.csv").set_index("metric").value
     # dog, clock, dining table in all six: hallucinated except the dog of 101 and the table of 103 -> 16 of 18 mentions
     assert m["chair_s"] == 100.0 and m["chair_i"] == pytest.approx(100 * 16 / 18)
+
+
+def test_a_run_with_another_synonym_list_scores_as_score_objhal_does(tmp_path):
+    "With a synonyms.txt that makes 'wall' a clock, image 105's caption gives it a clock: the run's truth must use that list too."
+    from mmresearch.chair_tool import chair_synonyms_path
+    data = objhal_folder(tmp_path/"objhal")
+    lines = chair_synonyms_path().read_text().splitlines()
+    vocab = tmp_path/"synonyms_wall.txt"
+    vocab.write_text("\n".join(l + ", wall" if l.split(", ")[0] == "clock" else l for l in lines) + "\n")
+    (tmp_path/"settings.ini").write_text("[DEFAULT]\n")
+    p = tmp_path/"params"/"objhal_vocab.yaml"; p.parent.mkdir()
+    with FakeChatServer(answer=describer) as server:
+        p.write_text(json.dumps({"name": "objhal_vocab", "notebook": str(ROOT/"nbs/experiments/objhal.ipynb"), "headline": "chair_i",
+                                 "fixed": {"data_dir": str(data), "base_url": server.base_url, "api_key_env": None, "n_samples": None,
+                                           "n_boot": 50, "max_new_tokens": 16, "model": "openai:fake"},
+                                 "grid": {"vocab": [str(vocab)]}}))
+        res = run_sweep(p, workers=1, reports_dir=tmp_path/"reports", cache_path=tmp_path/"c.sqlite", progress=False)
+    assert {r.status for r in res.runs} == {"ok"}, res.describe()
+    out = res.sweep_dir/res.runs[0].run
+    mine = pd.read_csv(out/"metrics.csv").set_index("metric").value
+    back = {m["metric"]: m["value"] for m in score("--input", str(out/"answers.jsonl"), "--coco", str(data), "--vocab", str(vocab),
+                                                     "--n-boot", "50")["metrics"]}
+    assert mine["chair_i"] == pytest.approx(back["chair_i"]) and mine["chair_i"] == pytest.approx(100 * 15 / 18)   # before: 16 of 18
