@@ -196,9 +196,8 @@ def score_mmhal(rows, # an MMHal-Bench response file (JSON array or lines), or i
     reviews = None
     if judge is not None:
         from mmresearch.cache import default_cache_path
-        from mmresearch.study import open_run
-        run = open_run("mmhal-score", cache_path=cache or default_cache_path(), base_url=base_url, api_key_env=api_key_env)
-        reviews = judge_reviews(records, run.model(judge, role="judge"))
+        from mmresearch.study import open_model
+        reviews = judge_reviews(records, open_model(judge, cache or default_cache_path(), base_url, api_key_env))
     elif not any(isinstance(r.get(f), str) for r in records for f in REVIEW_FIELDS):
         raise ValueError(f"{rows if isinstance(rows, (str, Path)) else 'the records'}: no judge reviews in the file "
                          f"({' or '.join(REVIEW_FIELDS)}); give a judge to rate the answers (--judge)")

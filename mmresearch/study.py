@@ -20,9 +20,18 @@ from .models import HFModel, load_model, parse_model_spec
 from . import report
 
 # %% auto #0
-__all__ = ['Run', 'record_model_files', 'open_run']
+__all__ = ['load_spec', 'Run', 'record_model_files', 'open_run', 'open_model']
 
 # %% ../nbs/19_study.ipynb #89410200
+def load_spec(spec: str, # model spec ("tiny", "scripted:yes", "openai:<name>")
+              base_url: str | None = None, # OpenAI-compatible server URL, for "openai:" specs
+              api_key_env: str | None = None # NAME of the environment variable holding that server's key
+             ):
+    "The model a spec string names, with this URL and key variable for `openai:` specs."
+    parsed = parse_model_spec(spec)
+    if parsed["kind"] == "openai": parsed.update(base_url=base_url, api_key_env=api_key_env)
+    return load_model(parsed)
+
 @dataclass
 class Run:
     "An experiment's run: where its files go, the cache its models share, and the models it opened by role."
@@ -39,11 +48,8 @@ class Run:
     def backend(self, spec: str,
                 server: dict | None = None): # {"base_url", "api_key_env"} of a role's own server; None: the run's
         "The model a spec string names, with this run's (or `server`'s) URL and key variable for `openai:` specs."
-        parsed = parse_model_spec(spec)
-        if parsed["kind"] == "openai":
-            parsed.update({"base_url": self.base_url, "api_key_env": self.api_key_env} if server is None else
-                          {"base_url": server.get("base_url"), "api_key_env": server.get("api_key_env")})
-        return load_model(parsed)
+        if server is None: return load_spec(spec, self.base_url, self.api_key_env)
+        return load_spec(spec, server.get("base_url"), server.get("api_key_env"))
 
     def model(self, spec: str | None, # model spec ("tiny", "scripted:yes", "openai:<name>"); None: this role is not used
               role: str = "model", # what the model does in the study: model, judge, extractor ...; a manifest key
@@ -115,3 +121,13 @@ def open_run(name: str, # the study's name: prefixes the temporary folders
     cache_file = Path(cache_path) if cache_path else Path(tempfile.mkdtemp(prefix=f"{name}-cache-"))/"responses.sqlite"
     return Run(out, ResponseCache(cache_file), seed=seed, base_url=base_url, api_key_env=api_key_env, study=name,
                ledger=open_ledger())
+
+# %% ../nbs/19_study.ipynb #f19a0002
+def open_model(spec: str, # model spec, e.g. "openai:gpt-4o"
+               cache_path: str | Path, # the response cache file its calls go through
+               base_url: str | None = None, api_key_env: str | None = None # its OpenAI-compatible server and key variable
+              ) -> CachedModel:
+    "A model outside any run (a scorer's judge), every call through the cache at `cache_path`; its files recorded in the open ledger, if any."
+    model = load_spec(spec, base_url, api_key_env)
+    record_model_files(model)
+    return CachedModel(model, ResponseCache(cache_path))
