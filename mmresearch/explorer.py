@@ -94,7 +94,7 @@ def check_items(frame: pd.DataFrame, # what a sample view returned
     for c in frame.columns:
         prefix, _, name = str(c).partition(":")
         if c in ITEM_COLUMNS: continue
-        if prefix not in PREFIXES or not name or (prefix == "read" and ":" not in name) or "__proto__" in name:
+        if prefix not in PREFIXES or not name or (prefix == "read" and ":" not in name):
             raise ValueError(f"{where}: column {c!r} is neither one of {ITEM_COLUMNS} nor 'prefix:name' with a prefix in {PREFIXES} "
                              "('read:<family>:<name>' for readers)")
     keys = frame["item"].astype(str)

@@ -266,3 +266,29 @@ def test_no_script_runs_in_the_explorer(hostile_sweep, browser, bypass_csp):
     assert page.evaluate("window.__pwned") is None
     assert dialogs == [] and blocked == []
     assert bypass_csp or problems == [], problems
+
+
+@needs_chromium
+def test_keys_named_like_object_properties(tmp_path, browser):
+    "A run and a group named '__proto__' and 'constructor', and links asking for such keys: the page works, nothing throws."
+    from playwright.sync_api import expect
+    sweep = tmp_path/"protosweep"
+    for run in ("__proto__", "constructor"):
+        d = sweep/run; d.mkdir(parents=True)
+        write_json(d/"manifest.json", {"sweep": "proto", "run": run, "notebook": "nbs/experiments/pope.ipynb"})
+        pd.DataFrame({"question_id": ["q1", "q2"], "sample_id": ["s1", "s2"], "domain": ["d", "d"], "split": ["__proto__", "constructor"],
+                      "object": ["dog", "cat"], "label": ["yes", "no"], "question": ["Is there a dog?", "Is there a cat?"], "raw": ["Yes", "No"],
+                      "parsed": ["yes", "no"], "parse_ok": [True, True], "parse_method": ["final"] * 2, "parser": ["pope"] * 2,
+                      "policy": ["positive"] * 2, "error": [None, None]}).to_parquet(d/"samples.parquet")
+        write_run_explorer(d)
+    write_json(sweep/"sweep.json", {"name": "proto", "notebook": "nbs/experiments/pope.ipynb", "grid_keys": ["run"],
+                                    "runs": [{"run": r, "status": "ok", "grid": {"run": r}} for r in ("__proto__", "constructor")]})
+    write_sweep_explorer(sweep)
+    page, problems, blocked = watched(browser)
+    for hash_, shown in (("#run=__proto__", 2), ("#run=constructor&g.split=__proto__", 1), ("#run=toString", 4), ("#g.__proto__=x", 0),
+                         ("#j.constructor=none", 4), ("#cmp=__proto__&cell=0", 0)):
+        page.goto((sweep/EXPLORER_PAGE).as_uri() + hash_)
+        ready(page)
+        expect(page.locator("#list article")).to_have_count(shown)              # before: run=__proto__ threw (not iterable)
+    assert problems == [] and blocked == [], problems + blocked
+    page.close()

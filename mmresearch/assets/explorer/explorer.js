@@ -9,12 +9,16 @@
   const cfg = JSON.parse(document.getElementById("mmr-config").textContent);
   const PAGE = cfg.page_items;
   const IMAGE = /^images\/[0-9a-f]+\.(png|jpg|gif|webp)$/;
+  // Every object keyed by data (run names, groups, readers) or by the URL has no prototype: a key such as
+  // "__proto__" or "constructor" from a file or a link is only ever a missing or an own entry.
+  const lookup = (entries = []) => Object.assign(Object.create(null), Object.fromEntries(entries));
+  const NONE = Object.freeze(lookup());
   const sources = cfg.sources;
-  const source = Object.fromEntries(sources.map(s => [s.id, s]));
-  const store = Object.fromEntries(sources.map(s => [s.id, []]));
-  const read = Object.fromEntries(sources.map(s => [s.id, 0]));
-  const pairRows = {};
-  const scripts = {};
+  const source = lookup(sources.map(s => [s.id, s]));
+  const store = lookup(sources.map(s => [s.id, []]));
+  const read = lookup(sources.map(s => [s.id, 0]));
+  const pairRows = lookup();
+  const scripts = lookup();
   const errors = [];
 
   // One data file: items start .. start + n - 1, column by column (see mmresearch.explorer.column_chunk); each item is
@@ -29,14 +33,14 @@
       const it = { i: c.start + r };
       for (const [key, col] of cols) if (col[r] !== null) it[key] = col[r];
       for (const [slot, entries] of slots) {
-        for (const [name, col] of entries) if (col[r] !== null) (it[slot] = it[slot] || {})[name] = col[r];
+        for (const [name, col] of entries) if (col[r] !== null) (it[slot] = it[slot] || lookup())[name] = col[r];
       }
       if (readers.length) {
-        it.rd = {};
-        for (const [family, rs] of readers) { const got = it.rd[family] = {}; for (const [name, col] of rs) got[name] = col[r]; }
+        it.rd = lookup();
+        for (const [family, rs] of readers) { const got = it.rd[family] = lookup(); for (const [name, col] of rs) got[name] = col[r]; }
       }
       if (judges.length) {
-        it.j = {};
+        it.j = lookup();
         for (const [name, three] of judges) it.j[name] = [three[0][r], three[1][r], three[2][r]];
       }
       items[r] = it;
@@ -137,10 +141,10 @@
     for (const [k, v] of p) {
       if (k.startsWith("g.")) {
         const f = k.slice(2);
-        tests.push(it => { const x = (it.f || {})[f]; return Array.isArray(x) ? x.includes(v) : x === v; });
+        tests.push(it => { const x = (it.f || NONE)[f]; return Array.isArray(x) ? x.includes(v) : x === v; });
       } else if (k.startsWith("j.")) {
         const name = k.slice(2);
-        tests.push(it => { const j = (it.j || {})[name]; return ((j && j[0]) || "none") === v; });
+        tests.push(it => { const j = (it.j || NONE)[name]; return ((j && j[0]) || "none") === v; });
       }
     }
     const cluster = p.get("cluster");
@@ -151,7 +155,7 @@
     if (cmp && cell !== null) {
       const c = (cfg.comparisons || []).find(x => x.id === cmp);
       const differ = c ? new Set(c.cells.map((x, i) => [x, i]).filter(([x]) => x[0] !== x[1]).map(([, i]) => i)) : new Set();
-      tests.push(it => { const m = (it.m || {})[cmp]; return m !== undefined && (cell === "differ" ? differ.has(m) : m === Number(cell)); });
+      tests.push(it => { const m = (it.m || NONE)[cmp]; return m !== undefined && (cell === "differ" ? differ.has(m) : m === Number(cell)); });
     }
     const q = (p.get("q") || "").trim().toLowerCase();
     if (q) tests.push(it => text(it).includes(q));
@@ -160,7 +164,7 @@
 
   // ---- the shell: header, filter bar, list -------------------------------------------------------------------
   const $ = id => document.getElementById(id);
-  const controls = {};
+  const controls = lookup();
 
   function select(name, label, options) {
     const s = el("select", { id: "f-" + name, name: name, "aria-label": label });
