@@ -24,7 +24,7 @@ from .metrics import N_BOOT, mean_ci, ratio_ci, wilson_ci
 from .registry import domain, paired_items, recognises, sample_view, scorer
 
 # %% auto #0
-__all__ = ['OBJHAL_FILES', 'OBJHAL_ANNOTATIONS', 'read_objhal_questions', 'objhal_truth', 'load_objhal_domain',
+__all__ = ['OBJHAL_FILES', 'OBJHAL_ANNOTATIONS', 'OBJHAL_MATCHING', 'read_objhal_questions', 'objhal_truth', 'load_objhal_domain',
            'read_objhal_answers', 'objhal_rows', 'objhal_metrics', 'objhal_official', 'score_objhal', 'objhal_samples']
 
 # %% ../nbs/18b_objhal.ipynb #cc42e490
@@ -154,8 +154,11 @@ def objhal_metrics(rows: pd.DataFrame, # from `objhal_rows`
            "mean_length": {**length, "ci_method": "bootstrap"}}
     return pd.DataFrame([{"metric": m, **v} for m, v in out.items()])[["metric", "value", "ci_low", "ci_high", "n", "ci_method"]]
 
+OBJHAL_MATCHING = ("the CHAIR tool's word matching (its tokeniser, singulariser and synonym list); RLAIF-V's published figures "
+                   "extract objects with GPT and lemmatise with NLTK, so they can differ")
+
 def objhal_official(rows: pd.DataFrame) -> list[str]:
-    "The lines RLAIF-V's summary prints for the headline figures: Response Hall, Object Hall, object recall, length, responses naming a COCO object."
+    "The lines RLAIF-V's summary prints for the headline figures (Response Hall, Object Hall, object recall, length, responses naming a COCO object), from the CHAIR tool's matching."
     named = rows[rows.n_mentions > 0]
     return [f"Response Hall   : {100 * (named.n_hallucinated > 0).mean():.2f}",
             f"Object Hall     : {100 * rows.n_hallucinated.sum() / rows.n_mentions.sum():.2f}",
@@ -177,7 +180,7 @@ def score_objhal(rows, # an Object HalBench answer file (JSON lines: image_id, p
     if missing := [a["id"] for a in answers if "objects" not in a]:
         raise ValueError(f"answers {missing[:5]} have no object truth: give --coco (COCO's annotations folder) or 'objects' per record")
     per = objhal_rows(answers, tool)
-    return {"n": len(per), "vocab": vocab, "responses_naming_objects": int((per.n_mentions > 0).sum()),
+    return {"n": len(per), "vocab": vocab, "matching": OBJHAL_MATCHING, "responses_naming_objects": int((per.n_mentions > 0).sum()),
             "official": objhal_official(per), "metrics": objhal_metrics(per, n_boot, seed).to_dict(orient="records")}
 
 paired_items("objhal", ["image_id", "question"], correct="no_hallucination")
