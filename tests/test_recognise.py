@@ -9,7 +9,7 @@ from mmresearch.benchmarks import first_record, identify_file
 from mmresearch.registry import file_kinds
 
 FIX = Path(__file__).parent/"fixtures"
-DATA = sorted(p for ext in ("*.json", "*.jsonl", "*.jsonl.gz", "*.tsv", "*.csv") for p in FIX.rglob(ext))
+DATA = sorted(p for ext in ("*.json", "*.jsonl", "*.json.gz", "*.jsonl.gz", "*.tsv", "*.csv") for p in FIX.rglob(ext))
 
 
 @pytest.mark.parametrize("path", DATA, ids=lambda p: str(p.relative_to(FIX)))
@@ -36,6 +36,9 @@ def test_at_most_one_kind_matches(path):
     ("objhal/questions.jsonl", "an Object HalBench question file"),
     ("objhal/answers_handmade.jsonl", "an Object HalBench answer file"),
     ("pope_real/llava15/llava-v1.5-13b.jsonl.gz", "an answer file of POPE or LLaVA"),
+    ("hallusionbench/HallusionBench_sample_questions.json.gz", "HallusionBench's question file"),
+    ("hallusionbench/HallusionBench_result_sample.json.gz", "a HallusionBench result file"),
+    ("repope/coco_repope_adversarial.json.gz", "a POPE question file"),
 ])
 def test_real_files_are_named_for_what_they_are(name, kind):
     assert identify_file(FIX/name) == kind
