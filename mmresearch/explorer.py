@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .core import ImageRef
+from .inputs import input_path
 from .registry import get_paired, get_sample_view, sample_view
 from .report import (CI_FLAGS, RunPair, fmt_ci, in_percent, item_key, nav_html, overall_label, read_json,
                      read_manifest, read_sweep, run_pairs, unit, write_json, write_text_atomic)
@@ -40,12 +41,16 @@ IMAGE_TYPES = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "ima
 _IMAGE_PATH = re.compile(r"images/[0-9a-f]{20}\.(png|jpg|gif|webp)")   # a path `save_images` wrote; nothing else reaches a page
 
 def _place(ref: ImageRef, dest: Path) -> None:
-    "Hard-link the image's file to `dest` when it has one on this file system, else write its bytes there (atomically)."
+    "Hard-link to `dest` the file the input door read for the image (`input_path`: under its root) when it is still that size, else write the bytes read (atomically)."
+    data = ref.read_bytes()
     if isinstance(ref.source, (str, Path)):
-        try: os.link(ref.source, dest); return
+        try:
+            os.link(input_path(ref.source, ref.root), dest)
+            if os.stat(dest).st_size == len(data): return
+            dest.unlink()                                        # changed since it was read: the bytes read are the image
         except OSError: pass
     tmp = dest.with_name(f".{dest.name}.tmp")
-    tmp.write_bytes(ref.read_bytes()); os.replace(tmp, dest)
+    tmp.write_bytes(data); os.replace(tmp, dest)
 
 def save_images(out: str | Path, # the run's output folder
                 images: Mapping[str, Any] | Iterable[tuple[str, Any]] # key (as the samples name it) -> ImageRef, PIL image, path or bytes

@@ -17,8 +17,8 @@ from typing import Sequence
 
 # %% auto #0
 __all__ = ['EXTRA_ROOTS_ENV', 'OutsideRootError', 'extra_roots', 'confine', 'InputLedger', 'open_ledger', 'current_ledger',
-           'close_ledger', 'read_input_hashed', 'read_input', 'file_sha256', 'decompress_if_gz', 'utf8_text',
-           'read_input_text', 'list_input', 'record_folder', 'ledger_changes']
+           'close_ledger', 'input_path', 'read_input_hashed', 'read_input', 'file_sha256', 'decompress_if_gz',
+           'utf8_text', 'read_input_text', 'list_input', 'record_folder', 'ledger_changes']
 
 # %% ../nbs/00b_inputs.ipynb #3fab7212
 EXTRA_ROOTS_ENV = "MMRESEARCH_EXTRA_ROOTS"  # JSON list of the folders a params file names under `extra_roots:`
@@ -115,14 +115,17 @@ def _record(path: Path, sha: str, st: os.stat_result | None) -> None:
     if st is not None: _HASHED[_version(str(path), st)] = sha
     if _LEDGER is not None: _LEDGER.add_file(path, sha, st)
 
-def _resolved(path: str | Path, root: str | Path | None, what: str) -> Path:
+def input_path(path: str | Path, # a file or folder; relative paths are under `root` when it is given
+               root: str | Path | None = None, # the folder it must resolve into (`confine`); None: as given
+               what: str = "") -> Path: # names the record for errors
+    "The real path the door reads for `path`: confined to `root` when given, else resolved as given."
     return confine(path, root, what) if root is not None else Path(os.path.realpath(path))
 
 def read_input_hashed(path: str | Path, # the file; relative paths are under `root` when it is given
                       root: str | Path | None = None, # the folder the path must resolve into; None: read as given
                       what: str = "") -> tuple[bytes, str]: # names the record for errors
     "The bytes of `path` and their SHA-256, the file recorded in the current run's ledger."
-    p = _resolved(path, root, what)
+    p = input_path(path, root, what)
     with open(p, "rb") as f:
         before = os.fstat(f.fileno())
         data = f.read()
@@ -176,7 +179,7 @@ def list_input(folder: str | Path, # the folder to list
                root: str | Path | None = None, # the folder it must resolve into; None: as given
                what: str = "") -> list[Path]: # names it for errors
     "The files directly in `folder` matching `patterns`, sorted; the listing is recorded in the current run's ledger."
-    f = _resolved(folder, root, what)
+    f = input_path(folder, root, what)
     if not f.is_dir(): raise NotADirectoryError(f"{what}{folder} is not a folder" if f.exists() else f"{what}{folder} does not exist")
     if _LEDGER is not None: _LEDGER.add_folder(f, patterns)
     return [f/n for n in _listing(f, patterns)]
