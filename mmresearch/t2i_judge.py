@@ -236,8 +236,9 @@ def folder_samples(prompts: str | Path | Sequence[T2IPrompt], # a prompts file, 
     if image_dir is None: raise ValueError("folder_samples: give image_dir when passing prompts already loaded")
     image_dir, out = Path(image_dir), []
     for p in prompts:
-        try: cands = [confine(p.image, image_dir)] if p.image else [image_dir/f"{p.id}{s}" for s in IMAGE_SUFFIXES]
-        except OutsideRootError as e: raise DataFormatError(f"prompt {p.id!r}: field 'image': {e}") from None
+        field = "image" if p.image else "id"                     # the image named, else the one named after the prompt's id
+        try: cands = [confine(name, image_dir) for name in ([p.image] if p.image else [f"{p.id}{s}" for s in IMAGE_SUFFIXES])]
+        except OutsideRootError as e: raise DataFormatError(f"prompt {p.id!r}: field {field!r}: {e}") from None
         found = next((c for c in cands if c.is_file()), None)
         if found is None:
             raise FileNotFoundError(f"prompt {p.id!r}: no image found (looked for {', '.join(str(c) for c in cands[:3])}"
