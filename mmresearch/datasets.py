@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Iterator
 
 from .core import ImageDecodeError, ImageRef, Sample, excerpt, stable_hash
-from .inputs import OutsideRootError, confine, file_sha256, list_input, read_input_text
+from .inputs import OutsideRootError, confine, file_sha256, list_input, read_input_text, record_folder
 
 # %% auto #0
 __all__ = ['HALLUCINATION_TYPES', 'VERIFY_MODES', 'COCO_CLASSES', 'COCO_SYNONYMS', 'COCO_COLOUR_WORDS', 'EASYVQA_SHAPES',
@@ -68,7 +68,9 @@ def dataset_hash(*paths: str | Path) -> str:
     "SHA-256 of the files' bytes: a single file's own hash, else a hash over each file's name and hash (folders walked)."
     files: list[tuple[str, Path]] = []
     for p in map(Path, paths):
-        if p.is_dir(): files += [(str(f.relative_to(p)), f) for f in sorted(p.rglob("*")) if f.is_file()]
+        if p.is_dir():                                           # walked through the door: the listings are recorded too
+            real = Path(os.path.realpath(p))
+            files += [(str(f.relative_to(real)), f) for f in record_folder(real, ("**/*",))]
         elif p.is_file(): files.append((p.name, p))
         else: raise FileNotFoundError(f"cannot hash {p}: no such file or folder")
     if not files: raise ValueError(f"nothing to hash in {[str(p) for p in paths]}")
@@ -354,7 +356,8 @@ def _package_file(package: str, file: str) -> Path:
     mod, sub = _PACKAGE_DATA[package]
     spec = importlib.util.find_spec(mod)
     if spec is None or spec.origin is None: raise RowError(f"package {package} ({mod}) is not installed")
-    return Path(spec.origin).parent/sub/file
+    try: return confine(file, Path(spec.origin).parent/sub, f"field 'file': ")
+    except OutsideRootError as e: raise RowError(str(e)) from None
 
 # %% ../nbs/04_datasets.ipynb #a1329317
 def load_photos(annotations: str | Path | None = None, # photos.json (default: the one shipped with mmresearch)
@@ -382,7 +385,7 @@ def load_photos(annotations: str | Path | None = None, # photos.json (default: t
                 "relations": rec.get("relations", []),
                 "source": f"{rec['package']} {rec.get('package_version', '')}: {rec.get('loader', rec['file'])}",
                 "license": rec["license"], "attribution": rec.get("attribution")}
-        samples.append(Sample(f"photo-{rec['id']}", ImageRef(img, name=f"{rec['package']}:{rec['file']}"), "photos", meta))
+        samples.append(Sample(f"photo-{rec['id']}", ImageRef(img, name=f"{rec['package']}:{rec['file']}", root=img.parent), "photos", meta))
         files.append(img)
     stats.loaded = len(samples)
     return Dataset("photos", "photos", samples, dataset_hash(*files), [str(f) for f in files], stats, PHOTOS_SUPPORTS,
@@ -633,7 +636,7 @@ def load_image_folder(root: str | Path, # the folder of images
         stats = LoadStats(str(root))
         here = list_input(root)
         names = {p.name for p in here}
-        rows = [(p.name, {"file_name": p.name, "caption": read_input_text(p.with_suffix(".txt")).strip() if f"{p.stem}.txt" in names else ""})
+        rows = [(p.name, {"file_name": p.name, "caption": read_input_text(p.with_suffix(".txt"), root, f"{root}: ").strip() if f"{p.stem}.txt" in names else ""})
                 for p in here if p.suffix.lower() in IMAGE_SUFFIXES]
         files = [root]
     for label, r in rows:
