@@ -53,7 +53,8 @@ def cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
 
 # %% ../nbs/01b_generation.ipynb #130c0c6a
 MODEL_FILES = ("*config.json", "tokenizer*.json", "special_tokens_map.json", "added_tokens.json", "chat_template.json",
-               "vocab.*", "merges.txt", "*.safetensors", "*.bin", "*.jinja", "*.model")
+               "vocab.*", "merges.txt", "*.safetensors", "*.bin", "*.jinja", "*.model",
+               "*.index.json")   # the index of sharded weights, which from_pretrained reads too
 
 def folder_hash(folder: Path, patterns: tuple[str, ...] = MODEL_FILES) -> str:
     "SHA-256 over the names and contents of a model folder's weight, config and tokenizer files (not notes or reports), recorded in the run's input ledger."

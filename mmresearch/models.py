@@ -28,7 +28,7 @@ from typing import Any, Awaitable, Callable, Iterator, Protocol, Sequence, runti
 from fastcore.basics import patch
 
 from .core import (ImageDecodeError, ImageRef, Message, Request, Response, option_variants, redact,
-                             register_secret_env, stable_hash)
+                             register_secret_env, stable_hash, url_credential)
 from .blind import BlindModel
 from .generation import as_list, cut_at_stop, default_device, folder_hash, generate_in_batches
 from .parsing import ends_in_reasoning, final_answer
@@ -36,8 +36,9 @@ from .parsing import ends_in_reasoning, final_answer
 # %% auto #0
 __all__ = ['SCRIPTS', 'CONTINUOUS_FAMILIES', 'MODEL_KINDS', 'Model', 'ScriptedModel', 'to_openai_messages',
            'classify_openai_error', 'retry_after_s', 'NoLogprobs', 'chat_body_bytes', 'ChatTransport', 'Retrying',
-           'stream_async', 'OpenAIChatModel', 'torchvision_usable', 'NoVideoProcessor', 'image_only_processor_class',
-           'load_processor', 'DecodeRow', 'DecodeBatch', 'HFModel', 'tiny_model_path', 'parse_model_spec', 'load_model']
+           'stream_async', 'endpoint_url', 'endpoint_key', 'OpenAIChatModel', 'torchvision_usable', 'NoVideoProcessor',
+           'image_only_processor_class', 'load_processor', 'DecodeRow', 'DecodeBatch', 'HFModel', 'tiny_model_path',
+           'parse_model_spec', 'load_model']
 
 # %% ../nbs/02_models.ipynb #6f0e92c8
 @runtime_checkable
@@ -287,6 +288,23 @@ def stream_async(run: Callable[[Callable[[int, Any], None]], Awaitable[None]] # 
     worker.join()
 
 # %% ../nbs/02_models.ipynb #25d184d1
+def endpoint_url(base_url: str | None, # an OpenAI-compatible server's URL, or None (OpenAI's default)
+                 who: str # what the URL is for, for the error (e.g. "model", "generator")
+                ) -> str | None:
+    "`base_url` when it carries no credential (`core.url_credential`), which would reach fingerprints, manifests and errors; else a ValueError that does not repeat it."
+    if base_url is not None and (what := url_credential(base_url)):
+        raise ValueError(f"{who}: its base_url carries a credential ({what}); put the key in an environment variable and name it in api_key_env")
+    return base_url
+
+def endpoint_key(api_key_env: str | None, # NAME of the environment variable holding the key; None when none is needed
+                 who: str # what the key is for, for the error
+                ) -> str:
+    "The key to send, read from its environment variable now (never stored); 'not-needed' without one; a RuntimeError when the variable is unset."
+    if api_key_env is None: return "not-needed"
+    key = os.environ.get(api_key_env)
+    if not key: raise RuntimeError(f"{who}: the environment variable {api_key_env} (named by api_key_env) is not set")
+    return key
+
 class OpenAIChatModel:
     "A model behind an OpenAI-compatible `/v1/chat/completions` endpoint (vLLM, llama.cpp server, OpenAI)."
     def __init__(self,
@@ -303,7 +321,7 @@ class OpenAIChatModel:
                  extra_body: dict | None = None, # extra fields sent with every request (server-specific options)
                  top_logprobs: int = 20, # alternatives asked for the first token when a request has score options
                  sleep: Callable[[float], Awaitable[None]] | None = None): # waits between attempts; default `asyncio.sleep`
-        self.model, self.base_url, self.api_key_env = model, base_url, api_key_env
+        self.model, self.base_url, self.api_key_env = model, endpoint_url(base_url, f"model {model!r}"), api_key_env
         self.timeout_s, self.max_concurrency, self.max_retries = timeout_s, max_concurrency, max_retries
         self.backoff_s, self.backoff_max_s, self.max_retry_after_s = backoff_s, backoff_max_s, max_retry_after_s
         self.sleep = sleep or asyncio.sleep
@@ -313,11 +331,7 @@ class OpenAIChatModel:
         self.fingerprint = f"openai:{model}@{base_url or 'default'}:{stable_hash(self.extra_body, 8)}"
         if top_logprobs != 20: self.fingerprint += f":top{top_logprobs}"   # a shorter top-k can lose an option's probability
 
-    def _api_key(self) -> str:
-        if self.api_key_env is None: return "not-needed"
-        key = os.environ.get(self.api_key_env)
-        if not key: raise RuntimeError(f"environment variable {self.api_key_env} (named by api_key_env) is not set")
-        return key
+    def _api_key(self) -> str: return endpoint_key(self.api_key_env, f"model {self.model!r}")
 
     def _body(self, r: Request) -> dict:
         body = {"model": self.model, "messages": to_openai_messages(r.messages), self.max_tokens_field: r.max_new_tokens,

@@ -24,7 +24,7 @@ from .cache import cache_key
 from .core import MAX_IMAGE_PIXELS, ImageDecodeError, ImageRef, Sample, redact, register_secret_env, stable_hash
 from .generation import MODEL_FILES, folder_hash
 from .metrics import N_BOOT, mean_ci
-from .models import ChatTransport, Retrying, classify_openai_error, stream_async
+from .models import ChatTransport, Retrying, classify_openai_error, endpoint_key, endpoint_url, stream_async
 from .t2i_judge import T2I_CATEGORIES, T2IPrompt
 
 # %% auto #0
@@ -98,10 +98,9 @@ class OpenAIImagesGenerator:
                  max_retry_after_s: float = 60.0, # cap on a server's Retry-After (429/503) before the next attempt
                  max_pixels: int = MAX_IMAGE_PIXELS, # a reply with more pixels is refused before it is decoded
                  sleep: Callable[[float], Awaitable[None]] | None = None): # waits between attempts; default `asyncio.sleep`
-        if api_key_env is not None and not os.environ.get(api_key_env):
-            raise KeyError(f"generator: the environment variable {api_key_env!r} named by generator_api_key_env is not set")
+        endpoint_key(api_key_env, "generator")                  # fail now, in the caller's thread, when the key's variable is unset
         if api_key_env is not None: register_secret_env(api_key_env)   # a 401 body may echo the key: redacted from every message
-        self.model, self.base_url, self.api_key_env = model, base_url.rstrip("/"), api_key_env
+        self.model, self.base_url, self.api_key_env = model, endpoint_url(base_url, "generator").rstrip("/"), api_key_env
         self.send_seed, self.max_concurrency, self.max_pixels = send_seed, max_concurrency, max_pixels
         self.retrying = Retrying(timeout_s, max_retries, backoff_s, backoff_max_s, max_retry_after_s, sleep or asyncio.sleep)
         self.fingerprint = f"openai-images:{self.base_url}|{model}"
@@ -122,8 +121,8 @@ class OpenAIImagesGenerator:
         return RuntimeError(redact(f"images endpoint {self.base_url}: {what}"))
 
     async def _run(self, jobs: Sequence[tuple[str, int]], settings: dict, emit: Callable[[int, Any], None]) -> None:
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        async with ChatTransport(self.base_url, key or "not-needed", self.max_concurrency, route="/images/generations") as client:
+        async with ChatTransport(self.base_url, endpoint_key(self.api_key_env, "generator"), self.max_concurrency,
+                                 route="/images/generations") as client:
             sem, rng = asyncio.Semaphore(self.max_concurrency), random.Random()
             async def one(i: int, prompt: str, seed: int) -> None:
                 async def attempt() -> ImageRef: return reply_image(await client.post(self._body(prompt, seed, settings)), self.max_pixels)

@@ -413,10 +413,12 @@ def placeholder_images(ratings: HumanRatings, root: str | Path, size: int = 32) 
     "Write a plain JPEG (its colour a hash of the image id) for every rated image, laid out as TIFA's download unpacks (`root/annotated_images/`); `root`."
     from PIL import Image
     folder = Path(root)/"annotated_images"
+    folder.mkdir(parents=True, exist_ok=True)
     for image_id, r in ratings.images.iterrows():
-        (folder/r.image_file).parent.mkdir(parents=True, exist_ok=True)
+        path = confine(r.image_file, folder, f"{ratings.source}: image {image_id}: ")   # a file name from the ratings never writes outside
+        path.parent.mkdir(parents=True, exist_ok=True)
         rgb = tuple(int(stable_hash(image_id, 6)[k:k + 2], 16) for k in (0, 2, 4))
-        Image.new("RGB", (size, size), rgb).save(folder/r.image_file, format="JPEG")
+        Image.new("RGB", (size, size), rgb).save(path, format="JPEG")
     return Path(root)
 
 # %% ../nbs/15b_t2i_human.ipynb #fbb880c8
