@@ -20,7 +20,7 @@ __all__ = ['BINARY_METRICS', 'N_CODES', 'UNPARSED_RULES', 'N_BOOT', 'FEW_CLUSTER
            'FLIP_PATTERNS', 'CORRELATIONS', 'MENTION_FOLLOWERS', 'CHAIR_COLUMNS', 'yes_no_codes', 'binary_codes',
            'ratio_parts', 'metrics_from_counts', 'binary_metrics', 'bootstrap_indices', 'bootstrap_counts',
            'percentile_ci', 'cluster_index', 'cluster_totals', 'cluster_bootstrap_sums', 'effective_clusters',
-           'is_few_clusters', 'few_clusters_note', 'bell_mccaffrey_df', 'cluster_df', 'wilson_ci',
+           'is_few_clusters', 'few_clusters_note', 'bell_mccaffrey_df', 'cluster_df', 'wilson_ci', 'share_ci',
            'anova_design_effect', 'cluster_quantile', 'ratio_variance_parts', 'cluster_ratio_ci', 'clusters_in_n',
            'binary_report', 'unit_verdicts', 'accuracy_ci', 'metrics_by', 'wide_table', 'mcnemar', 'mcnemar_power',
            'cluster_balances', 'cluster_power', 'paired_sample_size', 'paired_mde', 'cluster_diff', 'sign_flip_ci',
@@ -250,6 +250,13 @@ def wilson_ci(value: float, # observed proportion, 0–1
     den = 1 + q * q / n
     centre, half = (value + q * q / (2 * n)) / den, q * math.sqrt(value * (1 - value) / n + q * q / (4 * n * n)) / den
     return (0.0 if value == 0 else max(0.0, centre - half)), (1.0 if value == 1 else min(1.0, centre + half))   # exact at the edge
+
+def share_ci(hits, # per unit: True or False (a response that hallucinates, a sentence that names a wrong object ...)
+             level: float = 0.95) -> dict:
+    "The share of True (%) with Wilson's interval, for units counted once each: value, ci_low, ci_high, n, ci_method ('wilson')."
+    x = np.asarray(hits, dtype=bool); v = float(x.mean()) if x.size else math.nan
+    lo, hi = wilson_ci(v, x.size, float(stats.norm.ppf(0.5 + level / 2)))
+    return {"value": 100 * v, "ci_low": 100 * lo, "ci_high": 100 * hi, "n": int(x.size), "ci_method": "wilson"}
 
 def anova_design_effect(num, # per-cluster numerator totals
                         den, # per-cluster denominator totals

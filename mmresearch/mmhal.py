@@ -19,7 +19,7 @@ from .cache import CachedModel
 from .core import Request, Sample, user
 from .datasets import DataFormatError, Dataset, LoadStats
 from .inputs import read_input_text
-from .metrics import N_BOOT, mean_ci, wilson_ci
+from .metrics import N_BOOT, mean_ci, share_ci
 from .parsing import final_answer
 from .registry import domain, paired_items, recognises, sample_view, scorer
 
@@ -153,12 +153,6 @@ def mmhal_rows(records: Sequence[dict], # MMHal-Bench records
     rows["no_hallucination"] = ~rows["hallucination"]
     return rows
 
-def _rate(x: np.ndarray) -> dict:
-    "A share with its Wilson interval (%)."
-    v = float(x.mean()) if len(x) else math.nan
-    lo, hi = wilson_ci(v, len(x))
-    return {"value": 100 * v, "ci_low": 100 * lo, "ci_high": 100 * hi, "n": len(x), "ci_method": "wilson"}
-
 def mmhal_metrics(rows: pd.DataFrame, # from `mmhal_rows`
                   n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
     "Per question type ('overall' first): average_score (0-6) and hallucination_rate (%) with 95% intervals, unreadable reviews, failed calls."
@@ -170,7 +164,7 @@ def mmhal_metrics(rows: pd.DataFrame, # from `mmhal_rows`
         s = mean_ci(scored.score.to_numpy(float), n_boot, seed) if len(scored) else {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n": 0}
         extra = {"question_type": t, "unreadable": int((g.review.notna() & g.rating.isna()).sum()), "call_errors": int(g.error.notna().sum())}
         out.append({**extra, "metric": "average_score", **s, "ci_method": "bootstrap"})
-        out.append({**extra, "metric": "hallucination_rate", **_rate(scored.hallucination.to_numpy(bool))})
+        out.append({**extra, "metric": "hallucination_rate", **share_ci(scored.hallucination.to_numpy(bool))})
     cols = ["question_type", "metric", "value", "ci_low", "ci_high", "n", "ci_method", "unreadable", "call_errors"]
     return pd.DataFrame(out)[cols]
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import math
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -20,7 +19,7 @@ from .chair_tool import ChairTool, score as tool_score
 from .core import ImageRef, Sample
 from .datasets import DataFormatError, Dataset, LoadStats
 from .inputs import confine, read_input_text
-from .metrics import N_BOOT, mean_ci, ratio_ci, wilson_ci
+from .metrics import N_BOOT, mean_ci, ratio_ci, share_ci
 from .registry import domain, paired_items, recognises, sample_view, scorer
 
 # %% auto #0
@@ -132,11 +131,6 @@ def objhal_rows(answers: Sequence[dict], # from `read_objhal_answers`, each with
     # per response, for paired comparisons of Response Hall: right = no hallucinated object; not scored = names none
     return per.assign(no_hallucination=(per.n_hallucinated == 0).astype("boolean").where(per.n_mentions > 0, pd.NA))
 
-def _wilson(hits: np.ndarray) -> dict:
-    v = float(hits.mean()) if len(hits) else math.nan
-    lo, hi = wilson_ci(v, len(hits))
-    return {"value": 100 * v, "ci_low": 100 * lo, "ci_high": 100 * hi, "n": len(hits), "ci_method": "wilson"}
-
 def _ratio(num, den, n_boot: int, seed: int) -> dict:
     r = ratio_ci(num, den, n_boot, seed)   # resamples answers: a response's mentions stay together
     return {"value": 100 * r["value"], "ci_low": 100 * r["ci_low"], "ci_high": 100 * r["ci_high"], "n": r["n"], "ci_method": "bootstrap"}
@@ -147,9 +141,9 @@ def objhal_metrics(rows: pd.DataFrame, # from `objhal_rows`
     hal = (rows.n_hallucinated > 0).to_numpy()
     named = (rows.n_mentions > 0).to_numpy()
     length = mean_ci(rows.length.to_numpy(float), n_boot, seed)
-    out = {"response_hallucination": _wilson(hal[named]),
+    out = {"response_hallucination": share_ci(hal[named]),
            "chair_i": _ratio(rows.n_hallucinated, rows.n_mentions, n_boot, seed),
-           "chair_s": _wilson(hal),
+           "chair_s": share_ci(hal),
            "object_recall": _ratio(rows.n_covered, rows.n_gt, n_boot, seed),
            "mean_length": {**length, "ci_method": "bootstrap"}}
     return pd.DataFrame([{"metric": m, **v} for m, v in out.items()])[["metric", "value", "ci_low", "ci_high", "n", "ci_method"]]
