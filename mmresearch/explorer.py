@@ -221,8 +221,8 @@ def _cells(a: pd.Series, b: pd.Series) -> tuple[list[list], np.ndarray]:
     return [[x, y, int(counts[(x, y)])] for x, y in order], pairs.map(index).to_numpy()
 
 def within_comparisons(frame: pd.DataFrame # an item frame
-                      ) -> tuple[list[dict], list[dict[str, int]]]:
-    "The run's disagreement tables (id, kind, title, a, b, cells [a, b, n], n, differ) and, per item, its cell in each table."
+                      ) -> tuple[list[dict], dict[str, list]]:
+    "The run's disagreement tables (id, kind, title, a, b, cells [a, b, n], n, differ) and, per table id, each item's cell in it (None: left out)."
     used = ~pd.Series(frame["outcome"] == "failed" if "outcome" in frame else False, index=frame.index).fillna(False).astype(bool)
     families: dict[str, list[str]] = {}
     for c in frame.columns:
@@ -231,11 +231,12 @@ def within_comparisons(frame: pd.DataFrame # an item frame
     tables = [(f, f"{f}:{r}", f"{f} {r} against {names[0]}", names[0], r, f"read:{f}:{names[0]}", f"read:{f}:{r}")
               for f, names in families.items() for r in names[1:]]
     tables += [("judge", f"judge:{j}", f"judge {j} against {judges[0]}", judges[0], j, f"judge:{judges[0]}", f"judge:{j}") for j in judges[1:]]
-    comps, per_item = [], [dict() for _ in range(len(frame))]
+    comps, per_item = [], {}
     rows = np.flatnonzero(used.to_numpy())
     for kind, cid, title, a, b, col_a, col_b in tables:
         cells, at = _cells(frame[col_a][used], frame[col_b][used])
-        for r, k in zip(rows, at): per_item[r][cid] = int(k)
+        where = np.full(len(frame), None, dtype=object); where[rows] = at.astype(int).tolist()
+        per_item[cid] = where.tolist()
         comps.append({"id": cid, "kind": kind, "title": title, "a": a, "b": b, "cells": cells, "n": int(used.sum()),
                       "differ": sum(n for x, y, n in cells if x != y)})
     return comps, per_item
@@ -386,24 +387,20 @@ def _write_chunks(folder: Path, source: str, columns: dict, n_items: int, chunk_
         if int(old.stem.split("-")[1]) >= n: old.unlink()
     return n
 
-def _study(run_dir: Path) -> str:
-    "The experiment notebook's name a run's manifest records ('' for none)."
-    return Path(str(read_manifest(run_dir).get("notebook") or "")).stem
-
 def write_run_explorer(run_dir: str | Path, # the run's folder
                        chunk_items: int = CHUNK_ITEMS # items per data file
                       ) -> Path | None:
     "Write the run's `explorer.html` and its data in `explorer/`; returns the page's path, None when the run has no samples."
     run_dir = Path(run_dir)
     if not (run_dir/"samples.parquet").exists(): return None
-    study, m = _study(run_dir), read_manifest(run_dir)
+    m = read_manifest(run_dir)
+    study = Path(str(m.get("notebook") or "")).stem              # the experiment notebook's name ('' for none)
     view = get_sample_view(study) or partial(generic_samples, study=study)
     frame = check_items(view(run_dir), f"{run_dir}: the sample view of {study or 'an unnamed study'}").reset_index(drop=True)
     _check_paired_order(run_dir, study, frame)
     images = read_json(run_dir/IMAGES_FILE) if (run_dir/IMAGES_FILE).exists() else {}
     columns = item_columns(frame, images)
-    comparisons, cells = within_comparisons(frame)
-    columns["m"] = {c["id"]: [per.get(c["id"]) for per in cells] for c in comparisons}
+    comparisons, columns["m"] = within_comparisons(frame)
     groups = [c for c in frame.columns if c.startswith("group:")]
     first = lambda v: (_group_texts(v) or [""])[0]
     condition = ", ".join(f"{k}={v}" for k, v in (m.get("grid") or {}).items()) or m.get("run", run_dir.name)   # as the sweep names it
