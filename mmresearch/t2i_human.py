@@ -426,22 +426,17 @@ def placeholder_images(ratings: HumanRatings, root: str | Path, size: int = 32) 
 def t2i_human_samples(run_dir: str | Path # a t2i_human run's folder (samples.parquet: a row per judge and image; judge_questions.parquet)
                      ) -> pd.DataFrame:
     "The rated images as explorer items: the people's mean rating as the score and every judge's verdict, score and explanations."
-    from mmresearch.t2i_judge import HIGH_SCORE
+    from mmresearch.t2i_judge import judge_item_columns
     run_dir = Path(run_dir)
     tidy = pd.read_parquet(run_dir/"samples.parquet")
     questions = pd.read_parquet(run_dir/"judge_questions.parquet")
     images = tidy.drop_duplicates("image_id").set_index("image_id")
-    asked = {k: g for k, g in questions.groupby(["judge_label", "sample_id"], sort=False)}
+    asked = {label: dict(tuple(g.groupby("sample_id", sort=False))) for label, g in questions.groupby("judge_label", sort=False)}
     first = questions.drop_duplicates("sample_id").set_index("sample_id").reindex(images.index)
-    why = lambda q: "\n".join(x for x in [q.description.iloc[0] if isinstance(q.description.iloc[0], str) else None,
-                                            *(r.explanation if isinstance(r.explanation, str) else f"{r.failure}: {r.failure_message}"
-                                              if isinstance(r.failure, str) else None for r in q.itertuples())] if x) or None
     out = pd.DataFrame({"item": images.index.astype(str), "sample": images.index, "prompt": first.prompt.to_numpy(),
                         "score": images.human_avg.to_numpy(), "cluster": images.prompt_id.astype(str).to_numpy(),
                         "group:generator": images.generator.to_numpy()})
     for label, g in tidy.groupby("judge", sort=False):
-        score = g.set_index("image_id").score.reindex(images.index).to_numpy()
-        out[f"judge:{label}"] = np.where(pd.isna(score), None, np.where(score >= HIGH_SCORE, "high", "low"))
-        out[f"judge_output:{label}"] = [f"fractional score {s:.2f}" if pd.notna(s) else "no score" for s in score]
-        out[f"judge_why:{label}"] = [why(asked[label, s]) if (label, s) in asked else None for s in images.index]
+        score = g.set_index("image_id").score.reindex(images.index)
+        for col, values in judge_item_columns(label, score, asked.get(label, {})).items(): out[col] = values
     return out

@@ -16,7 +16,7 @@ import random
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -44,7 +44,7 @@ __all__ = ['T2I_CATEGORIES', 'ATTRIBUTE_CATEGORIES', 'RELATION_PHRASES', 'OPPOSI
            'prompt_rubric', 'Question', 'questions_for', 'describe_request', 'score_request', 'reask_request',
            'InvalidVerdict', 'Verdict', 'parse_score', 'parse_verdict', 'JudgeFailure', 'T2IJudge', 'prompt_scores',
            'summarize', 'meta_evaluate', 'deviation_table', 'colours_in_image', 'palette_judge', 'trust_verdicts',
-           'vqascore', 'judge_agreement', 'judge_verdicts', 't2i_samples']
+           'vqascore', 'judge_agreement', 'judge_verdicts', 'judge_item_columns', 't2i_samples']
 
 # %% ../nbs/15_t2i_judge.ipynb #a4e7505c
 T2I_CATEGORIES = ("color", "shape", "texture", "spatial", "spatial_3d", "action", "numeracy", "complex")
@@ -864,6 +864,22 @@ def judge_verdicts(rows: pd.DataFrame, # judge rows of several judges on the sam
 # %% ../nbs/15_t2i_judge.ipynb #c209c984
 HIGH_SCORE = 0.75   # a fractional score at or above it is a "high" verdict (the run page's examples read scores so)
 
+def _question_note(r) -> str | None:
+    "A judge's answer to one question as the explorer shows it: its explanation, else its failure."
+    return r.explanation if isinstance(r.explanation, str) else f"{r.failure}: {r.failure_message}" if isinstance(r.failure, str) else None
+
+def judge_item_columns(label: str, # the judge's name on the page
+                       fractional: pd.Series, # per item (index: the item's sample id), the judge's fractional score (NaN: none)
+                       asked: Mapping # per sample id, the judge's question rows (description, explanation, failure, failure_message)
+                      ) -> dict[str, list]:
+    "A judge's three explorer columns: its verdict (high or low, `HIGH_SCORE`), its fractional score, and why (its description and each answer)."
+    why = lambda q: "\n".join(x for x in [q.description.iloc[0] if isinstance(q.description.iloc[0], str) else None,
+                                           *(_question_note(r) for r in q.itertuples())] if x) or None
+    f = fractional.to_numpy(float)
+    return {f"judge:{label}": np.where(np.isnan(f), None, np.where(f >= HIGH_SCORE, "high", "low")).tolist(),
+            f"judge_output:{label}": [f"fractional score {v:.2f}" if not np.isnan(v) else "no score" for v in f],
+            f"judge_why:{label}": [why(asked[s]) if s in asked else None for s in fractional.index]}
+
 @sample_view("t2i_judge")
 def t2i_samples(run_dir: str | Path # a text-to-image judge run's folder (samples.parquet, extra_judges.parquet when it has extra judges)
                ) -> pd.DataFrame:
@@ -880,21 +896,15 @@ def t2i_samples(run_dir: str | Path # a text-to-image judge run's folder (sample
     truth = main.faithful.astype("boolean") if "faithful" in main else pd.Series(pd.NA, index=main.index, dtype="boolean")
     right = (high == truth).astype("boolean").mask(main.fractional.isna() | truth.isna())
     questions = {s: g for s, g in rows.groupby("sample_id", sort=False)}
-    note = lambda r: r.explanation if isinstance(r.explanation, str) else f"{r.failure}: {r.failure_message}" if isinstance(r.failure, str) else None
     out = pd.DataFrame({"item": main.index, "sample": main.index, "prompt": main.prompt, "output": [questions[s].description.iloc[0] for s in main.index],
                         "score": main.fractional, "outcome": outcomes(right, failed=main.fractional.isna() & (main.n_failed > 0)),
                         "cluster": main.prompt_id if "prompt_id" in main else main.prompt, "group:category": main.category,
                         **({"group:truth": np.where(main.faithful == 1, "faithful", "deviated"), "group:deviation": main.deviation,
                             "detail:deviation": main.deviation_note} if "faithful" in main else {}),
                         "parts": [[{"label": r.chunk if isinstance(r.chunk, str) else f"question {r.question + 1}",
-                                    "output": f"{r.score:g} of {r.max_score}" if pd.notna(r.score) else None, "note": note(r)}
+                                    "output": f"{r.score:g} of {r.max_score}" if pd.notna(r.score) else None, "note": _question_note(r)}
                                    for r in questions[s].itertuples()] for s in main.index]}).reset_index(drop=True)
     for name, r in judged:
-        per = prompt_scores(r).set_index("sample_id").reindex(main.index)
-        g = {s: q for s, q in r.groupby("sample_id", sort=False)}
-        out[f"judge:{name}"] = np.where(per.fractional.isna(), None, np.where(per.fractional >= HIGH_SCORE, "high", "low"))
-        out[f"judge_output:{name}"] = [f"fractional score {f:.2f}" if pd.notna(f) else "no score" for f in per.fractional]
-        out[f"judge_why:{name}"] = ["\n".join(x for x in [g[s].description.iloc[0] if isinstance(g[s].description.iloc[0], str) else None,
-                                                           *(note(q) for q in g[s].itertuples())] if x) or None if s in g else None
-                                    for s in main.index]
+        fractional = prompt_scores(r).set_index("sample_id").fractional.reindex(main.index)
+        for col, values in judge_item_columns(name, fractional, dict(tuple(r.groupby("sample_id", sort=False)))).items(): out[col] = values
     return out
