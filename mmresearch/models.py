@@ -35,10 +35,10 @@ from .parsing import ends_in_reasoning, final_answer
 
 # %% auto #0
 __all__ = ['SCRIPTS', 'CONTINUOUS_FAMILIES', 'MODEL_KINDS', 'Model', 'ScriptedModel', 'to_openai_messages',
-           'classify_openai_error', 'retry_after_s', 'NoLogprobs', 'chat_body_bytes', 'ChatTransport', 'Retrying',
-           'stream_async', 'endpoint_url', 'endpoint_key', 'OpenAIChatModel', 'torchvision_usable', 'NoVideoProcessor',
-           'image_only_processor_class', 'load_processor', 'DecodeRow', 'DecodeBatch', 'HFModel', 'tiny_model_path',
-           'parse_model_spec', 'load_model']
+           'classify_openai_error', 'server_said', 'retry_after_s', 'NoLogprobs', 'chat_body_bytes', 'ChatTransport',
+           'Retrying', 'stream_async', 'endpoint_url', 'endpoint_key', 'OpenAIChatModel', 'torchvision_usable',
+           'NoVideoProcessor', 'image_only_processor_class', 'load_processor', 'DecodeRow', 'DecodeBatch', 'HFModel',
+           'tiny_model_path', 'parse_model_spec', 'load_model']
 
 # %% ../nbs/02_models.ipynb #6f0e92c8
 @runtime_checkable
@@ -112,11 +112,12 @@ def classify_openai_error(e: Exception) -> tuple[str, bool, int | None]:
     if isinstance(e, (openai.APIResponseValidationError, ValueError, KeyError, IndexError, TypeError)): return "malformed", True, None
     return "connection", True, None
 
-def _server_message(e: Exception) -> str:
+def server_said(e: Exception) -> str:
+    "What a failed request's server said: the error body's message (OpenAI's layout, or one nested under 'error'), else the exception's text."
     body = getattr(e, "body", None)
-    if isinstance(body, dict) and isinstance(body.get("message"), str): return f"{type(e).__name__}: {body['message']}"
-    if isinstance(body, dict) and isinstance(body.get("error"), dict): return f"{type(e).__name__}: {body['error'].get('message')}"
-    return f"{type(e).__name__}: {e}"
+    if isinstance(body, dict) and isinstance(body.get("message"), str): return body["message"]
+    if isinstance(body, dict) and isinstance(body.get("error"), dict): return str(body["error"].get("message"))
+    return str(e)
 
 # %% ../nbs/02_models.ipynb #f5c1bb4e
 _DELTA_SECONDS = re.compile(r"\d+(\.\d+)?")
@@ -355,7 +356,7 @@ class OpenAIChatModel:
         except NoLogprobs as e: return Response.failed("unsupported", str(e), latency_s=time.perf_counter() - t0)
         except Exception as e:
             kind, retryable, status = classify_openai_error(e)
-            return Response.failed(kind, redact(_server_message(e)), retryable, status, time.perf_counter() - t0)
+            return Response.failed(kind, redact(f"{type(e).__name__}: {server_said(e)}"), retryable, status, time.perf_counter() - t0)
 
     async def _run(self, requests: Sequence[Request], emit: Callable[[int, Response], None]) -> None:
         async with ChatTransport(self.base_url, self._api_key(), self.max_concurrency) as client:

@@ -24,7 +24,7 @@ from .cache import cache_key
 from .core import MAX_IMAGE_PIXELS, ImageDecodeError, ImageRef, Sample, redact, register_secret_env, stable_hash
 from .generation import MODEL_FILES, folder_hash
 from .metrics import N_BOOT, mean_ci
-from .models import ChatTransport, Retrying, classify_openai_error, endpoint_key, endpoint_url, stream_async
+from .models import ChatTransport, Retrying, classify_openai_error, endpoint_key, endpoint_url, server_said, stream_async
 from .t2i_judge import T2I_CATEGORIES, T2IPrompt
 
 # %% auto #0
@@ -115,9 +115,7 @@ class OpenAIImagesGenerator:
         if isinstance(e, BadImageReply): what = str(e)
         else:
             kind, _, status = classify_openai_error(e)
-            body = getattr(e, "body", None)
-            said = body.get("message") if isinstance(body, dict) and isinstance(body.get("message"), str) else str(e)
-            what = f"HTTP {status}: {said}" if status else f"{kind}: {type(e).__name__}: {e}"
+            what = f"HTTP {status}: {server_said(e)}" if status else f"{kind}: {type(e).__name__}: {e}"
         return RuntimeError(redact(f"images endpoint {self.base_url}: {what}"))
 
     async def _run(self, jobs: Sequence[tuple[str, int]], settings: dict, emit: Callable[[int, Any], None]) -> None:
