@@ -356,7 +356,7 @@ def _package_file(package: str, file: str) -> Path:
     mod, sub = _PACKAGE_DATA[package]
     spec = importlib.util.find_spec(mod)
     if spec is None or spec.origin is None: raise RowError(f"package {package} ({mod}) is not installed")
-    try: return confine(file, Path(spec.origin).parent/sub, f"field 'file': ")
+    try: return confine(file, Path(spec.origin).parent/sub, "field 'file': ")
     except OutsideRootError as e: raise RowError(str(e)) from None
 
 # %% ../nbs/04_datasets.ipynb #a1329317
