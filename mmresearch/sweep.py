@@ -28,7 +28,7 @@ import yaml
 
 from .cache import ResponseCache, project_root
 from .core import canonical_json, credential_in, looks_like_token, redact, secret_values, stable_hash
-from .inputs import EXTRA_ROOTS_ENV, ledger_changes
+from .inputs import EXTRA_ROOTS_ENV, file_sha256, ledger_changes
 from .explorer import run_links_html, sweep_links_html, write_run_explorer, write_sweep_explorer
 from .report import (MANIFEST, SWEEP_FILE, generic_summary_path, read_manifest, read_sweep, render_index,
                                render_run, render_summary, run_report_notebook, write_json, write_text_atomic)
@@ -39,8 +39,8 @@ __all__ = ['SPEC_KEYS', 'RESERVED', 'MAX_FAILED_SHARE', 'MAX_YAML_NODES', 'PACKA
            'run_name', 'check_secrets', 'expand_grid', 'select_cells', 'notebook_hash', 'module_refs', 'module_closure',
            'code_fingerprint', 'data_hash', 'cell_fingerprint', 'package_data_hash', 'render_run_pages',
            'render_summary_pages', 'RunResult', 'folder_lock', 'failed_calls_problem', 'run_performance', 'run_job',
-           'git_info', 'package_versions', 'thread_budget', 'set_env', 'execute_local', 'execute_dask', 'SweepResult',
-           'why_not_current', 'is_current', 'run_sweep']
+           'run_secrets', 'git_info', 'package_versions', 'thread_budget', 'set_env', 'execute_local', 'execute_dask',
+           'SweepResult', 'why_not_current', 'is_current', 'run_sweep']
 
 # %% ../nbs/20_sweep.ipynb #bbde0ad3
 SPEC_KEYS = ("name", "description", "notebook", "fixed", "grid", "cells", "data", "headline", "summary", "max_failed_share",
@@ -355,10 +355,9 @@ def code_fingerprint(notebook: str | Path, pkg: Path | None = None) -> tuple[str
                         package_data_hash(pkg)]), mods
 
 def data_hash(spec: SweepSpec) -> str:
-    "Hash of the names and contents of the files matched by the params file's `data` globs."
-    import hashlib
+    "Hash of the names and contents of the files matched by the params file's `data` globs (each read in blocks, once per version: `inputs.file_sha256`)."
     files = sorted({p for d in spec.data for p in spec.root.glob(d) if p.is_file()})
-    return stable_hash([(spec.rel(p), hashlib.sha256(p.read_bytes()).hexdigest()) for p in files])
+    return stable_hash([(spec.rel(p), file_sha256(p)) for p in files])
 
 def cell_fingerprint(spec: SweepSpec, cell: Cell, code: str, data: str) -> dict:
     "What a run's outputs depend on: its parameters, the code, the data globs and the folders outside its data it may read."
@@ -452,6 +451,23 @@ def run_job(job: dict) -> dict:
             return vars(RunResult(job["manifest"]["run"], "skipped", job["manifest"]["grid"], notebook=str(run_dir/"run.ipynb")))
         return _run_locked(job, run_dir)
 
+def run_secrets(parameters: Any # a run's parameters (dicts and lists walked)
+               ) -> list[tuple[str, str]]:
+    "The secrets a run may meet: every secret-named variable's value, and those of the variables its `*_env` parameters name (`api_key_env: LLM_SERVICE`)."
+    names, todo = [], [parameters]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, dict):
+            names += [x for k, x in v.items() if str(k).endswith("_env") and isinstance(x, str)]
+            todo += list(v.values())
+        elif isinstance(v, (list, tuple)): todo += list(v)
+    return secret_values(names=names)
+
+def _redact_file(path: Path, secrets: list[tuple[str, str]]) -> None:
+    "Rewrite the file at `path` with `secrets` redacted, when it holds any."
+    text = path.read_text(encoding="utf-8")
+    if (clean := redact(text, secrets)) is not text: write_text_atomic(path, clean)
+
 def _run_locked(job: dict, run_dir: Path) -> dict:
     import papermill as pm
     for f in (*OUTPUTS, "run.html", MANIFEST): (run_dir/f).unlink(missing_ok=True)
@@ -470,13 +486,16 @@ def _run_locked(job: dict, run_dir: Path) -> dict:
         problem = failed_calls_problem(study, job.get("max_failed_share", MAX_FAILED_SHARE))
         if problem: status, error = "failed", problem
     wall = round(time.perf_counter() - t0, 3)
+    secrets = run_secrets(job["parameters"])               # a failure's text and the executed notebook may quote a key
+    error = redact(error, secrets) if error else error
+    if (run_dir/"run.ipynb").exists(): _redact_file(run_dir/"run.ipynb", secrets)
     manifest = {**job["manifest"], "status": status, "error": error, "started": started, "wall_time_s": wall,
                 "performance": {**run_performance(study, wall), "threads": threads}, "worker": _dask_worker(), "study": study}
     write_json(run_dir/MANIFEST, manifest)
     if (run_dir/"run.ipynb").exists():
         try: render_run_pages(run_dir)
         except Exception as e:
-            status, error = "failed", f"rendering run.html failed: {type(e).__name__}: {e}"[:1000]
+            status, error = "failed", redact(f"rendering run.html failed: {type(e).__name__}: {e}"[:1000], secrets)
             manifest.update(status=status, error=error)
             write_json(run_dir/MANIFEST, manifest)
     return vars(RunResult(job["manifest"]["run"], status, job["manifest"]["grid"], error, str(run_dir/"run.ipynb"), wall))

@@ -79,3 +79,22 @@ def test_a_key_in_the_description_or_a_grid_value_is_refused(tmp_path):
     _refused(tmp_path, f"notebook: SMOKE\ndescription: 'try with {KEY}'\n", "description is a value that looks like a key", KEY)
     _refused(tmp_path, f"notebook: {ROOT_NB}/haleval_gen.ipynb\ngrid: {{judge: [tiny, 'openai:{KEY}']}}\n",
              "grid.judge is a value that looks like a key", KEY)
+
+
+def test_a_failed_runs_error_and_notebook_never_quote_a_key(tmp_path, monkeypatch):
+    "A key held under a name that does not look secret (`api_key_env: LLM_SERVICE`) quoted by a failing cell: redacted in every file written."
+    import nbformat
+    secret = "svc-" + "7Gq2Lm9XrT4vWc8Ns1Yb"
+    monkeypatch.setenv("LLM_SERVICE", secret)
+    nb = tmp_path/"quotes_key.ipynb"
+    params = nbformat.v4.new_code_cell("api_key_env = None\noutput_dir = None\ncache_path = None\nseed = 0")
+    params.metadata["tags"] = ["parameters"]
+    nbformat.write(nbformat.v4.new_notebook(cells=[params, nbformat.v4.new_code_cell(
+        "import os\nraise RuntimeError('the server said: bad key ' + os.environ[api_key_env])")],
+        metadata={"kernelspec": {"name": "python3", "display_name": "python3", "language": "python"}}), nb)
+    p = write(tmp_path/"quotes.yaml", f"notebook: {nb}\nfixed: {{api_key_env: LLM_SERVICE}}\n")
+    res = run_sweep(p, reports_dir=tmp_path/"reports", cache_path=tmp_path/"c.sqlite", progress=False)
+    assert [r.status for r in res.runs] == ["failed"] and "[REDACTED:LLM_SERVICE]" in res.runs[0].error
+    written = [f for f in (tmp_path/"reports").rglob("*") if f.is_file()]
+    assert any(f.name == "run.ipynb" for f in written) and any(f.name == "manifest.json" for f in written)
+    assert [f for f in written if secret.encode() in f.read_bytes()] == []      # before: manifest, sweep.json, run.ipynb, pages
