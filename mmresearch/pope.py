@@ -231,6 +231,8 @@ def write_pope_questions(path: str | Path, # the .jsonl file to write
         names = {}
         for s in samples:
             name = _image_name(s)
+            if name in ("", ".", "..") or Path(name).name != name:   # a sample id names a file beside the questions, never a path
+                raise ValueError(f"sample {s.id!r}: its image would be written as {name!r}, not a plain file name beside {path.name}")
             if names.setdefault(name, s.image.sha256) != s.image.sha256:
                 raise ValueError(f"two different images would both be written as {name!r} (sample {s.id})")
             (path.parent/name).write_bytes(s.image.read_bytes())
