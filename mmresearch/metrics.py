@@ -789,7 +789,7 @@ def paired_accuracy(correct_a, correct_b, # per row: was each condition right? (
     if not a.size: return dict(diff=math.nan, ci_low=math.nan, ci_high=math.nan, p_value=math.nan, test="none", ci_note="no rows")
     ids = cluster_index(cluster, a.size)
     clustered = ids is not None and int(ids.max()) + 1 < a.size
-    units = pd.factorize(ids, sort=True)[0] if clustered else np.arange(a.size)
+    units = ids if clustered else np.arange(a.size)         # `cluster_index` numbers the clusters 0..G−1 already
     r = _accuracy_test(np.bincount(units, a), np.bincount(units, b), np.bincount(units).astype(float), clustered, level, n_flips, seed)
     return dict(diff=100 * float(b.mean() - a.mean()), ci_low=100 * r["ci_low"], ci_high=100 * r["ci_high"], p_value=r["p_value"],
                 test=r["test"], ci_note=r["ci_note"])
